@@ -1,0 +1,59 @@
+import { Type, type Static } from 'typebox';
+
+export const NAME_MAX_CHARS = 200;
+export const TAG_MAX_CHARS = 100;
+
+/**
+ * Every string we accept must come back byte for byte from every backend. SQLite stores UTF-8, so an
+ * unpaired UTF-16 surrogate (legal in a JSON string) would return as U+FFFD; PostgreSQL `text` cannot
+ * hold U+0000 at all. Both are refused here, once, for all backends. With the `u` flag ajv applies,
+ * `[\uD800-\uDFFF]` matches only unpaired surrogates; paired ones (emoji) are one code point.
+ */
+export const STORABLE_TEXT = '^[^\\u0000\\uD800-\\uDFFF]*$';
+
+/** Lengths count Unicode code points (ajv's maxLength does), so an emoji is one character. */
+export const PlantName = Type.String({
+  minLength: 1,
+  maxLength: NAME_MAX_CHARS,
+  pattern: STORABLE_TEXT,
+  description: `1 to ${NAME_MAX_CHARS} characters; no U+0000 and no unpaired surrogates`,
+});
+
+export const PlantTag = Type.String({
+  maxLength: TAG_MAX_CHARS,
+  pattern: STORABLE_TEXT,
+  description: `0 to ${TAG_MAX_CHARS} characters; no U+0000 and no unpaired surrogates`,
+});
+
+export const PlantSchema = Type.Object(
+  { name: Type.String(), tag: Type.Optional(Type.String()) },
+  { $id: 'Plant', additionalProperties: false, description: 'A plant as the service returns it' },
+);
+
+export const NewPlantSchema = Type.Object(
+  {
+    id: Type.Integer({
+      // No minimum/maximum: as doubles they would publish 2^63 rounded. The range is checked exactly
+      // by toNewPlant (see int64.ts); `format: int64` documents it.
+      format: 'int64',
+      description: 'Exact 64-bit signed integer; JSON numbers beyond 2^53 keep every digit',
+    }),
+    name: PlantName,
+    tag: Type.Optional(PlantTag),
+  },
+  { $id: 'NewPlant', description: 'A plant to create; unknown fields are ignored' },
+);
+
+export type Plant = { name: string; tag?: string };
+export type NewPlantBody = Static<typeof NewPlantSchema>;
+export type NewPlant = { id: bigint; name: string; tag?: string };
+
+/** The Plant view of a NewPlant: `tag` appears only when it was given, never as null. */
+export function plantOf(plant: NewPlant): Plant {
+  return plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag };
+}
+
+/** Whether two plants have the same content (an idempotent replay), telling an absent tag from "". */
+export function samePlant(a: Plant, b: Plant): boolean {
+  return a.name === b.name && a.tag === b.tag;
+}

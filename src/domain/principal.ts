@@ -1,0 +1,28 @@
+export const SCOPES = ['plants:read', 'plants:write'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export function isScope(value: string): value is Scope {
+  return (SCOPES as readonly string[]).includes(value);
+}
+
+/** Who is calling, as established from a bearer token. */
+export interface Principal {
+  readonly tokenId: number;
+  readonly user: string;
+  readonly scopes: readonly Scope[];
+  /** An admin lists every user's plants; it still creates and deletes only its own. */
+  readonly admin: boolean;
+}
+
+const USER_MAX_CHARS = 128;
+// No control characters (they would garble `token list` and logs), no unpaired surrogates, no
+// surrounding whitespace: a user name is typed on a command line and shown in tables.
+const USER_NAME = /^(?![\s])[^\p{Cc}\p{Cs}]*(?<![\s])$/u;
+
+/** Why a user name is unacceptable, or null when it is fine. */
+export function userNameProblem(name: string): string | null {
+  if (name.length === 0) return 'must not be empty';
+  if ([...name].length > USER_MAX_CHARS) return `must be at most ${USER_MAX_CHARS} characters`;
+  if (!USER_NAME.test(name)) return 'must not contain control characters or start or end with whitespace';
+  return null;
+}

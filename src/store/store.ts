@@ -1,0 +1,62 @@
+import type { NewPlant, Plant } from '../domain/plant.js';
+import type { Scope } from '../domain/principal.js';
+
+/** What a create did: stored it, found the identical plant already stored, or found a different one. */
+export type CreateOutcome = 'created' | 'replayed' | 'conflict';
+
+export interface ListQuery {
+  /** The owner whose plants to list; null lists every owner's plants (admin). */
+  readonly owner: string | null;
+  readonly tag?: string | undefined;
+  /** Position after which to continue, as returned in `PlantPage.next`. */
+  readonly after?: number | undefined;
+  readonly limit: number;
+}
+
+export interface PlantPage {
+  readonly plants: Plant[];
+  /** Position of the last plant returned when more remain, else null. */
+  readonly next: number | null;
+}
+
+export interface TokenRecord {
+  readonly id: number;
+  readonly user: string;
+  readonly scopes: Scope[];
+  readonly admin: boolean;
+  readonly name: string | null;
+  readonly createdAt: Date;
+  readonly expiresAt: Date | null;
+  readonly revokedAt: Date | null;
+}
+
+export interface NewTokenRecord {
+  readonly hash: string;
+  readonly user: string;
+  readonly scopes: readonly Scope[];
+  readonly admin: boolean;
+  readonly name: string | null;
+  readonly expiresAt: Date | null;
+}
+
+/**
+ * The one door to persistent state. Every backend gives the same answers; the shared test suite runs
+ * against each. A resolved `createPlant` means the plant is durably committed.
+ */
+export interface Store {
+  readonly backend: string;
+  createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome>;
+  /** Plants in creation order (oldest first). */
+  listPlants(query: ListQuery): Promise<PlantPage>;
+  deletePlant(owner: string, id: bigint): Promise<boolean>;
+
+  createToken(token: NewTokenRecord): Promise<TokenRecord>;
+  findTokenByHash(hash: string): Promise<TokenRecord | null>;
+  listTokens(): Promise<TokenRecord[]>;
+  /** False when no such token exists or it was already revoked. */
+  revokeToken(id: number): Promise<boolean>;
+
+  /** Resolves when the store can serve requests. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,109 @@
+import { isAbsolute, resolve } from 'node:path';
+
+export type DatabaseConfig = { kind: 'sqlite'; path: string };
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly logLevel: string;
+  readonly database: DatabaseConfig;
+  readonly rateLimit: 'off';
+}
+
+export class ConfigError extends Error {}
+
+interface Option<K extends keyof Config> {
+  readonly key: K;
+  readonly env: string;
+  readonly flag: string;
+  readonly default: string;
+  readonly help: string;
+  parse(value: string): Config[K];
+}
+
+const DEFAULT_DATABASE_URL = 'sqlite:./data/plantstore.db';
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/**
+ * Every setting, once: the environment variable, the `serve` flag, the default and the help text all
+ * come from this table, and so does the README's configuration table.
+ */
+export const OPTIONS = [
+  {
+    key: 'port',
+    env: 'PORT',
+    flag: 'port',
+    default: '8080',
+    help: 'TCP port to listen on (0 picks a free one)',
+    parse(value: string): number {
+      if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) throw new ConfigError(`PORT must be 0-65535, got "${value}"`);
+      return Number(value);
+    },
+  } satisfies Option<'port'>,
+  {
+    key: 'host',
+    env: 'HOST',
+    flag: 'host',
+    default: '127.0.0.1',
+    help: 'Address to listen on; 0.0.0.0 or :: to accept connections from other machines',
+    parse(value: string): string {
+      if (value === '') throw new ConfigError('HOST must not be empty');
+      return value;
+    },
+  } satisfies Option<'host'>,
+  {
+    key: 'logLevel',
+    env: 'LOG_LEVEL',
+    flag: 'log-level',
+    default: 'info',
+    help: `Log level: ${LOG_LEVELS.join(', ')}`,
+    parse(value: string): string {
+      if (!LOG_LEVELS.includes(value)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${value}"`);
+      return value;
+    },
+  } satisfies Option<'logLevel'>,
+  {
+    key: 'database',
+    env: 'DATABASE_URL',
+    flag: 'database-url',
+    default: DEFAULT_DATABASE_URL,
+    help: 'sqlite:PATH (relative to the working directory, or absolute) for the embedded store',
+    parse: parseDatabaseUrl,
+  } satisfies Option<'database'>,
+  {
+    key: 'rateLimit',
+    env: 'RATE_LIMIT',
+    flag: 'rate-limit',
+    default: 'off',
+    help: 'Per-token request rate limit; only "off" for now',
+    parse(value: string): 'off' {
+      if (value !== 'off') throw new ConfigError(`RATE_LIMIT: only "off" is supported in this version, got "${value}"`);
+      return value;
+    },
+  } satisfies Option<'rateLimit'>,
+] as const;
+
+export function parseDatabaseUrl(value: string): DatabaseConfig {
+  if (value.startsWith('sqlite:')) {
+    const path = value.slice('sqlite:'.length);
+    if (path === '' || path === ':memory:') {
+      throw new ConfigError('DATABASE_URL sqlite: needs a file path (an in-memory store would not be durable)');
+    }
+    return { kind: 'sqlite', path: isAbsolute(path) ? path : resolve(path) };
+  }
+  throw new ConfigError(`DATABASE_URL must start with sqlite:, got "${value}"`);
+}
+
+/** Flags win over the environment, which wins over defaults. */
+export function loadConfig(flags: Readonly<Record<string, string | undefined>> = {}, env: NodeJS.ProcessEnv = process.env): Config {
+  const entries = OPTIONS.map((o) => {
+    const raw = flags[o.flag] ?? env[o.env] ?? o.default;
+    return [o.key, o.parse(raw)] as const;
+  });
+  return Object.fromEntries(entries) as unknown as Config;
+}
+
+/** Only the database setting, for commands that need nothing else (token, migrate). */
+export function loadDatabaseConfig(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): DatabaseConfig {
+  return parseDatabaseUrl(flag ?? env.DATABASE_URL ?? DEFAULT_DATABASE_URL);
+}

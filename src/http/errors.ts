@@ -1,0 +1,123 @@
+import type { FastifyError } from 'fastify';
+import { Type } from 'typebox';
+import { STORABLE_TEXT } from '../domain/plant.js';
+
+export interface ErrorRow {
+  readonly status: number;
+  /** HTTP status × 100 + a detail number: stable, documented, int32. */
+  readonly code: number;
+  /** The default message, and the meaning documented in the README and /openapi.json. */
+  readonly message: string;
+}
+
+/**
+ * Every error this API can answer, one row each. README.md's error table is checked against this one
+ * by test/docs.test.ts, and /openapi.json is generated from it.
+ */
+export const ERRORS = {
+  badRequest: { status: 400, code: 40000, message: 'The request is malformed (URL, headers or framing)' },
+  malformedJson: { status: 400, code: 40001, message: 'The request body is not valid JSON (or not UTF-8, or empty)' },
+  invalidNewPlant: { status: 400, code: 40002, message: 'The request body is not a valid NewPlant' },
+  invalidQuery: { status: 400, code: 40003, message: 'A query parameter (limit, tag, cursor) is invalid' },
+  invalidPath: { status: 400, code: 40004, message: 'The plant id in the path is not a 64-bit integer' },
+  missingToken: { status: 401, code: 40100, message: 'A bearer token is required' },
+  invalidToken: { status: 401, code: 40101, message: 'The bearer token is unknown, expired or revoked' },
+  insufficientScope: { status: 403, code: 40300, message: 'The token lacks the scope this operation needs' },
+  routeNotFound: { status: 404, code: 40400, message: 'No such route' },
+  plantNotFound: { status: 404, code: 40401, message: 'The caller has no plant with this id' },
+  methodNotAllowed: { status: 405, code: 40500, message: 'Method not allowed on this route (see the Allow header)' },
+  requestTimeout: { status: 408, code: 40800, message: 'The request was not received in time' },
+  idConflict: { status: 409, code: 40900, message: 'A different plant with this id already exists' },
+  bodyTooLarge: { status: 413, code: 41300, message: 'The request body is larger than 64 KiB' },
+  unsupportedMediaType: { status: 415, code: 41500, message: 'The request body must be application/json (UTF-8)' },
+  headersTooLarge: { status: 431, code: 43100, message: 'The request headers are too large' },
+  internal: { status: 500, code: 50000, message: 'Internal error' },
+} as const satisfies Record<string, ErrorRow>;
+
+export const ERROR_ROWS: readonly ErrorRow[] = Object.values(ERRORS);
+
+export class ApiError extends Error {
+  readonly row: ErrorRow;
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(row: ErrorRow, message: string = row.message, headers: Readonly<Record<string, string>> = {}) {
+    super(message);
+    this.row = row;
+    this.headers = headers;
+  }
+
+  /** Fastify reads this to decide the status of errors raised before a handler runs. */
+  get statusCode(): number {
+    return this.row.status;
+  }
+}
+
+export const ErrorSchema = Type.Object(
+  {
+    error: Type.Integer({
+      format: 'int32',
+      enum: ERROR_ROWS.map((r) => r.code),
+      description: 'HTTP status × 100 + detail; see the error table in the API description',
+    }),
+    message: Type.String(),
+  },
+  { $id: 'Error', additionalProperties: false },
+);
+
+const BY_FASTIFY_CODE: Record<string, ErrorRow> = {
+  FST_ERR_BAD_URL: ERRORS.badRequest,
+  FST_ERR_CTP_BODY_TOO_LARGE: ERRORS.bodyTooLarge,
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: ERRORS.unsupportedMediaType,
+  FST_ERR_CTP_EMPTY_JSON_BODY: ERRORS.malformedJson,
+};
+
+const BY_VALIDATION_CONTEXT: Record<string, ErrorRow> = {
+  body: ERRORS.invalidNewPlant,
+  querystring: ERRORS.invalidQuery,
+  params: ERRORS.invalidPath,
+};
+
+/** Maps anything thrown while handling a request to a row of the table. */
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  if (!(error instanceof Error)) return new ApiError(ERRORS.internal);
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation) {
+    const row = BY_VALIDATION_CONTEXT[fastifyError.validationContext ?? ''] ?? ERRORS.badRequest;
+    if (row === ERRORS.invalidPath) return new ApiError(row);
+    const first = fastifyError.validation[0];
+    const field = first?.instancePath.replace(/^\//, '').replaceAll('/', '.') || fastifyError.validationContext;
+    const reason = first?.params.pattern === STORABLE_TEXT ? 'must not contain U+0000 or unpaired surrogates' : first?.message;
+    return new ApiError(row, `${row.message}: ${field} ${reason}`);
+  }
+  const row = BY_FASTIFY_CODE[fastifyError.code];
+  if (row) return new ApiError(row);
+  const status = fastifyError.statusCode;
+  // Other client errors Fastify raises (bad URL encoding, bad Content-Length): their text is about the
+  // request, never about our internals, so it is safe to pass on.
+  if (status !== undefined && status >= 400 && status < 500) return new ApiError(ERRORS.badRequest, `${ERRORS.badRequest.message}: ${error.message}`);
+  return new ApiError(ERRORS.internal);
+}
+
+const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' };
+
+/**
+ * Errors Node's HTTP parser raises before any route runs (a garbled request line, oversized headers, a
+ * request that never finished arriving). Fastify's default answer has a different body shape; this one
+ * keeps the contract: every failure carries an Error body.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: import('node:net').Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const row =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? ERRORS.requestTimeout
+    : error.code === 'HPE_HEADER_OVERFLOW' ? ERRORS.headersTooLarge
+    : ERRORS.badRequest;
+  const body = JSON.stringify({ error: row.code, message: row.message });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${row.status} ${STATUS_TEXT[row.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}

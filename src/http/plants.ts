@@ -1,0 +1,140 @@
+import type { FastifyInstance } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { isInt64, parseInt64 } from '../domain/int64.js';
+import { plantOf, PlantTag, type NewPlantBody } from '../domain/plant.js';
+import type { Store } from '../store/store.js';
+import { bearerAuth } from './auth.js';
+import { ApiError, ERRORS } from './errors.js';
+import { exactId } from './json.js';
+import { errorResponses, ref, SECURITY } from './schemas.js';
+
+export const LIMIT_DEFAULT = 100;
+export const LIMIT_MAX = 1000;
+
+const ListQuery = Type.Object({
+  limit: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: LIMIT_MAX, default: LIMIT_DEFAULT, description: 'Maximum number of plants to return' }),
+  ),
+  tag: Type.Optional(PlantTag),
+  cursor: Type.Optional(
+    Type.String({ pattern: '^[A-Za-z0-9_-]{1,32}$', description: 'Opaque position from a Link rel="next" URL' }),
+  ),
+});
+
+const DeleteParams = Type.Object({
+  id: Type.String({ pattern: '^-?[0-9]{1,20}$', description: 'The plant id, a decimal 64-bit signed integer' }),
+});
+
+/** Cursors are opaque to clients; today they carry the creation position of the last plant shown. */
+const encodeCursor = (position: number): string => Buffer.from(String(position)).toString('base64url');
+
+function decodeCursor(cursor: string): number {
+  const text = Buffer.from(cursor, 'base64url').toString('latin1');
+  const position = /^[1-9]\d{0,15}$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(position) || encodeCursor(position) !== cursor) {
+    throw new ApiError(ERRORS.invalidQuery, `${ERRORS.invalidQuery.message}: cursor is not one this service issued`);
+  }
+  return position;
+}
+
+/** RFC 8288 link to the next page: same limit and filters, relative to this service's root. */
+function nextLink(query: Static<typeof ListQuery> & { limit: number }, position: number): string {
+  const params = new URLSearchParams({ limit: String(query.limit) });
+  if (query.tag !== undefined) params.set('tag', query.tag);
+  params.set('cursor', encodeCursor(position));
+  return `</plants?${params.toString().replaceAll('+', '%20')}>; rel="next"`;
+}
+
+export async function plantRoutes(app: FastifyInstance, { store }: { store: Store }): Promise<void> {
+  app.addHook('onRequest', bearerAuth(store));
+
+  app.post(
+    '/plants',
+    {
+      config: { scope: 'plants:write' },
+      schema: {
+        summary: 'Create a plant',
+        description:
+          'Stores the plant for the calling user. Repeating a create with the same id and content is an idempotent retry (200, nothing duplicated); the same id with different content is 409.',
+        security: SECURITY,
+        body: ref<NewPlantBody>('NewPlant'),
+        response: {
+          200: ref('Plant'),
+          ...errorResponses(
+            ERRORS.malformedJson, ERRORS.invalidNewPlant, ERRORS.missingToken, ERRORS.invalidToken,
+            ERRORS.insufficientScope, ERRORS.idConflict, ERRORS.bodyTooLarge, ERRORS.unsupportedMediaType,
+          ),
+        },
+      },
+    },
+    async (request) => {
+      const body = request.body as NewPlantBody;
+      const id = exactId(body);
+      if (id === null || !isInt64(id)) {
+        throw new ApiError(ERRORS.invalidNewPlant, `${ERRORS.invalidNewPlant.message}: id must be a 64-bit signed integer`);
+      }
+      const plant = body.tag === undefined ? { id, name: body.name } : { id, name: body.name, tag: body.tag };
+      if ((await store.createPlant(request.principal.user, plant)) === 'conflict') {
+        throw new ApiError(ERRORS.idConflict, `${ERRORS.idConflict.message}: ${id}`);
+      }
+      return plantOf(plant);
+    },
+  );
+
+  app.get(
+    '/plants',
+    {
+      config: { scope: 'plants:read' },
+      schema: {
+        summary: 'List plants',
+        description:
+          'The caller\'s plants (an admin token: every user\'s), oldest first. When more remain, a `Link: <…>; rel="next"` header gives the URL of the next page.',
+        security: SECURITY,
+        querystring: ListQuery,
+        response: {
+          200: {
+            description: 'A page of plants; `Link` rel="next" when more remain',
+            headers: { Link: { type: 'string', description: 'RFC 8288 link to the next page' } },
+            ...Type.Array(ref('Plant')),
+          },
+          ...errorResponses(ERRORS.invalidQuery, ERRORS.missingToken, ERRORS.invalidToken, ERRORS.insufficientScope),
+        },
+      },
+    },
+    async (request, reply) => {
+      // ajv has filled in the default limit.
+      const query = request.query as Static<typeof ListQuery> & { limit: number };
+      const page = await store.listPlants({
+        owner: request.principal.admin ? null : request.principal.user,
+        tag: query.tag,
+        after: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
+        limit: query.limit,
+      });
+      if (page.next !== null) reply.header('link', nextLink(query, page.next));
+      return page.plants;
+    },
+  );
+
+  app.delete(
+    '/plants/:id',
+    {
+      config: { scope: 'plants:write' },
+      schema: {
+        summary: 'Delete a plant',
+        description: 'Deletes the caller\'s plant with this id (an admin deletes only its own plants, too).',
+        security: SECURITY,
+        params: DeleteParams,
+        response: {
+          204: { description: 'Deleted', type: 'null' },
+          ...errorResponses(ERRORS.invalidPath, ERRORS.missingToken, ERRORS.invalidToken, ERRORS.insufficientScope, ERRORS.plantNotFound),
+        },
+      },
+    },
+    async (request, reply) => {
+      const id = parseInt64((request.params as Static<typeof DeleteParams>).id);
+      if (id === null) throw new ApiError(ERRORS.invalidPath);
+      if (!(await store.deletePlant(request.principal.user, id))) throw new ApiError(ERRORS.plantNotFound);
+      return reply.code(204).send();
+    },
+  );
+}

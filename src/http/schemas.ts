@@ -1,0 +1,34 @@
+import type { FastifyInstance } from 'fastify';
+import { Type, type TUnsafe } from 'typebox';
+import { NewPlantSchema, PlantSchema } from '../domain/plant.js';
+import { ERRORS, ErrorSchema, type ErrorRow } from './errors.js';
+
+export const BEARER_SCHEME_NAME = 'bearerAuth';
+export const SECURITY = [{ [BEARER_SCHEME_NAME]: [] }];
+
+/** Shared schemas, referenced by $id from routes and published under components.schemas. */
+export function addSharedSchemas(app: FastifyInstance): void {
+  for (const schema of [PlantSchema, NewPlantSchema, ErrorSchema]) app.addSchema(schema);
+}
+
+export function ref<T = unknown>(id: 'Plant' | 'NewPlant' | 'Error'): TUnsafe<T> {
+  return Type.Unsafe<T>(Type.Ref(id));
+}
+
+/**
+ * The error responses of one operation, grouped by status, each described by the codes it can carry.
+ * 40000 (a malformed URL or framing) and 50000 can happen anywhere, so every operation lists them.
+ */
+export function errorResponses(...rows: ErrorRow[]): Record<number, unknown> {
+  const all = [ERRORS.badRequest, ...rows, ERRORS.internal];
+  const statuses = [...new Set(all.map((r) => r.status))].sort();
+  return Object.fromEntries(
+    statuses.map((status) => {
+      const description = all
+        .filter((r) => r.status === status)
+        .map((r) => `${r.code}: ${r.message}`)
+        .join('; ');
+      return [status, { description, ...ref('Error') }];
+    }),
+  );
+}

@@ -1,0 +1,58 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { SCOPES, userNameProblem, type Scope } from './domain/principal.js';
+import type { Store, TokenRecord } from './store/store.js';
+
+/** A recognisable prefix lets secret scanners (and people) tell a plantstore token at a glance. */
+export const TOKEN_PREFIX = 'pst_';
+const TOKEN_BYTES = 32; // 256 bits of entropy
+
+export function generateToken(): string {
+  return TOKEN_PREFIX + randomBytes(TOKEN_BYTES).toString('base64url');
+}
+
+/**
+ * Tokens carry 256 random bits, so a single fast hash is enough to make a stolen database useless:
+ * there is nothing to brute-force. (A slow KDF is for low-entropy passwords, and would cost every request.)
+ */
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+const DURATION = /^([1-9]\d{0,5})([smhd])$/;
+const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** `90s`, `15m`, `12h`, `30d` → milliseconds, or null when malformed. */
+export function parseDuration(text: string): number | null {
+  const m = DURATION.exec(text);
+  if (!m) return null;
+  return Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+}
+
+export interface TokenRequest {
+  readonly user: string;
+  readonly scopes?: readonly Scope[] | undefined;
+  readonly admin?: boolean | undefined;
+  readonly name?: string | undefined;
+  readonly expiresInMs?: number | undefined;
+}
+
+export class TokenRequestError extends Error {}
+
+/** Creates a token; the secret is returned once and only its hash is stored. */
+export async function issueToken(store: Store, req: TokenRequest): Promise<{ secret: string; record: TokenRecord }> {
+  const problem = userNameProblem(req.user);
+  if (problem) throw new TokenRequestError(`user name ${problem}`);
+  const nameProblem = req.name === undefined ? null : userNameProblem(req.name);
+  if (nameProblem) throw new TokenRequestError(`token name ${nameProblem}`);
+  const scopes = req.scopes === undefined || req.scopes.length === 0 ? [...SCOPES] : [...new Set(req.scopes)];
+  const secret = generateToken();
+  const record = await store.createToken({
+    hash: hashToken(secret),
+    user: req.user,
+    scopes,
+    admin: req.admin ?? false,
+    name: req.name ?? null,
+    expiresAt: req.expiresInMs === undefined ? null : new Date(Date.now() + req.expiresInMs),
+  });
+  return { secret, record };
+}

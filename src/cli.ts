@@ -1,0 +1,176 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ConfigError, loadConfig, loadDatabaseConfig, OPTIONS } from './config.js';
+import { isScope, SCOPES, type Scope } from './domain/principal.js';
+import { openStore } from './store/open.js';
+import type { Store, TokenRecord } from './store/store.js';
+import { issueToken, parseDuration, TokenRequestError } from './tokens.js';
+
+/** A mistake in how the command was called: message on stderr, exit code 2. */
+class UsageError extends Error {}
+
+const DATABASE_OPTION = { 'database-url': { type: 'string' } } as const;
+
+const HELP = {
+  main: `Usage: plantstore <command> [options]
+
+Commands:
+  serve                 Run the HTTP service (migrations run at start)
+  migrate               Apply pending database migrations and exit
+  token create          Create a bearer token (printed once, on the last line of stdout)
+  token list            List tokens (never their secrets)
+  token revoke ID       Revoke a token
+
+Run "plantstore <command> --help" for the options of a command.`,
+  serve: () => {
+    const rows = OPTIONS.map((o) => `  --${`${o.flag} VALUE`.padEnd(24)}${o.help}\n  ${''.padEnd(26)}env ${o.env}, default ${o.default}`);
+    return `Usage: plantstore serve [options]\n\nEach option can also be set in the environment; a flag wins over the environment.\n\n${rows.join('\n')}`;
+  },
+  migrate: `Usage: plantstore migrate [--database-url URL]\n\nApplies pending migrations (serve also does this at start). DATABASE_URL is read when the flag is absent.`,
+  token: `Usage:
+  plantstore token create --user NAME [--scope plants:read] [--scope plants:write] [--admin]
+                          [--expires-in 30d|12h|15m|90s] [--name LABEL]
+  plantstore token list [--json]
+  plantstore token revoke ID
+
+  --user NAME        The user who owns the plants this token creates (required)
+  --scope SCOPE      ${SCOPES.join(' or ')}; repeat for both; default: both
+  --admin            The token lists every user's plants
+  --expires-in D     Lifetime; default: no expiry
+  --name LABEL       A label shown by "token list"
+  --json             token list: print a JSON array
+  --database-url URL The store to use (default: DATABASE_URL, else sqlite:./data/plantstore.db)
+
+The secret is printed once, alone on the last line of stdout; only its SHA-256 hash is stored.`,
+};
+
+function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T, allowPositionals = false) {
+  try {
+    return parseArgs({ args, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals, strict: true });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+async function withStore<T>(databaseUrl: string | undefined, use: (store: Store) => Promise<T>): Promise<T> {
+  const store = await openStore(loadDatabaseConfig(databaseUrl));
+  try {
+    return await use(store);
+  } finally {
+    await store.close();
+  }
+}
+
+async function serveCommand(args: string[]): Promise<void> {
+  const flagOptions = Object.fromEntries(OPTIONS.map((o) => [o.flag, { type: 'string' as const }]));
+  const { values } = parse(args, flagOptions);
+  if (values.help) return void console.log(HELP.serve());
+  const flags = Object.fromEntries(OPTIONS.map((o) => [o.flag, values[o.flag] as string | undefined]));
+  const config = loadConfig(flags);
+  // Loaded here so that token and migrate commands do not pay for loading the HTTP stack.
+  const { serve } = await import('./server.js');
+  await serve(config);
+}
+
+async function migrateCommand(args: string[]): Promise<void> {
+  const { values } = parse(args, DATABASE_OPTION);
+  if (values.help) return void console.log(HELP.migrate);
+  await withStore(values['database-url'], async (store) => {
+    console.log(`Migrations applied; the ${store.backend} store is up to date.`);
+  });
+}
+
+async function tokenCreate(args: string[]): Promise<void> {
+  const { values } = parse(args, {
+    ...DATABASE_OPTION,
+    user: { type: 'string' },
+    scope: { type: 'string', multiple: true },
+    admin: { type: 'boolean' },
+    'expires-in': { type: 'string' },
+    name: { type: 'string' },
+  });
+  if (values.help) return void console.log(HELP.token);
+  if (values.user === undefined) throw new UsageError('token create needs --user NAME');
+  const scopes: Scope[] = (values.scope ?? []).map((s) => {
+    if (!isScope(s)) throw new UsageError(`unknown scope "${s}"; scopes are ${SCOPES.join(', ')}`);
+    return s;
+  });
+  const expiresIn = values['expires-in'];
+  const expiresInMs = expiresIn === undefined ? undefined : parseDuration(expiresIn);
+  if (expiresInMs === null) throw new UsageError(`--expires-in must look like 30d, 12h, 15m or 90s, got "${expiresIn}"`);
+  const { secret, record } = await withStore(values['database-url'], (store) =>
+    issueToken(store, { user: values.user as string, scopes, admin: values.admin, name: values.name, expiresInMs }),
+  );
+  console.error(
+    `Created token ${record.id} for user "${record.user}" (scopes: ${record.scopes.join(' ')}${record.admin ? ', admin' : ''}, ` +
+      `expires: ${record.expiresAt?.toISOString() ?? 'never'}).\nStore it now; it is not shown again:`,
+  );
+  console.log(secret);
+}
+
+function status(t: TokenRecord, now = Date.now()): 'active' | 'expired' | 'revoked' {
+  if (t.revokedAt !== null) return 'revoked';
+  return t.expiresAt !== null && t.expiresAt.getTime() <= now ? 'expired' : 'active';
+}
+
+async function tokenList(args: string[]): Promise<void> {
+  const { values } = parse(args, { ...DATABASE_OPTION, json: { type: 'boolean' } });
+  if (values.help) return void console.log(HELP.token);
+  const tokens = await withStore(values['database-url'], (store) => store.listTokens());
+  if (values.json) {
+    const out = tokens.map((t) => ({
+      id: t.id, user: t.user, scopes: t.scopes, admin: t.admin, name: t.name, status: status(t),
+      createdAt: t.createdAt.toISOString(), expiresAt: t.expiresAt?.toISOString() ?? null, revokedAt: t.revokedAt?.toISOString() ?? null,
+    }));
+    return void console.log(JSON.stringify(out, null, 2));
+  }
+  const rows = [
+    ['ID', 'USER', 'SCOPES', 'ADMIN', 'NAME', 'CREATED', 'EXPIRES', 'STATUS'],
+    ...tokens.map((t) => [
+      String(t.id), t.user, t.scopes.join(','), t.admin ? 'yes' : 'no', t.name ?? '-',
+      t.createdAt.toISOString(), t.expiresAt?.toISOString() ?? 'never', status(t),
+    ]),
+  ];
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => [...(r[i] ?? '')].length))) ?? [];
+  for (const r of rows) console.log(r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd());
+}
+
+async function tokenRevoke(args: string[]): Promise<void> {
+  const { values, positionals } = parse(args, DATABASE_OPTION, true);
+  if (values.help) return void console.log(HELP.token);
+  const [id, ...extra] = positionals;
+  if (id === undefined || extra.length > 0 || !/^[1-9]\d{0,15}$/.test(id)) throw new UsageError('token revoke needs one token ID (see "token list")');
+  const revoked = await withStore(values['database-url'], (store) => store.revokeToken(Number(id)));
+  if (!revoked) throw new Error(`no active token with ID ${id}`);
+  console.log(`Revoked token ${id}. Running servers refuse it within 5 seconds.`);
+}
+
+const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
+  serve: serveCommand,
+  migrate: migrateCommand,
+  'token create': tokenCreate,
+  'token list': tokenList,
+  'token revoke': tokenRevoke,
+};
+
+export async function main(argv: string[]): Promise<number> {
+  const [first, second, ...rest] = argv;
+  try {
+    if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+      console.log(HELP.main);
+      return first === undefined ? 2 : 0;
+    }
+    if (first === 'token' && (second === undefined || second === '--help' || second === '-h')) {
+      console.log(HELP.token);
+      return second === undefined ? 2 : 0;
+    }
+    const name = first === 'token' ? `token ${second}` : first;
+    const command = COMMANDS[name];
+    if (!command) throw new UsageError(`unknown command "${name}"\n\n${HELP.main}`);
+    await command(first === 'token' ? rest : argv.slice(1));
+    return 0;
+  } catch (error) {
+    const usage = error instanceof UsageError || error instanceof ConfigError || error instanceof TokenRequestError;
+    console.error(`plantstore: ${(error as Error).message}`);
+    return usage ? 2 : 1;
+  }
+}

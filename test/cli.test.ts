@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { test, type TestContext } from 'node:test';
+import { runCli, startServer } from './process.js';
+
+function tempDir(t: TestContext): string {
+  const dir = mkdtempSync(join(tmpdir(), 'plantstore-cli-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+const TOKEN = /^pst_[A-Za-z0-9_-]{43}$/;
+const lastLine = (text: string) => text.trimEnd().split('\n').at(-1) ?? '';
+
+test('token create prints the secret alone on the last line of stdout; token list never shows it', async (t) => {
+  const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'db.sqlite')}` };
+  const created = await runCli(['token', 'create', '--user', 'alice', '--name', 'laptop', '--expires-in', '30d'], env);
+  assert.equal(created.code, 0, created.stderr);
+  const secret = lastLine(created.stdout);
+  assert.match(secret, TOKEN);
+  assert.match(created.stderr, /Created token 1 for user "alice"/);
+
+  const reader = await runCli(['token', 'create', '--user', 'bob', '--scope', 'plants:read', '--admin'], env);
+  assert.equal(reader.code, 0);
+
+  const listed = await runCli(['token', 'list'], env);
+  assert.equal(listed.code, 0);
+  assert.ok(!listed.stdout.includes(secret) && !listed.stdout.includes(lastLine(reader.stdout)));
+  assert.match(listed.stdout, /^ID\s+USER\s+SCOPES\s+ADMIN\s+NAME\s+CREATED\s+EXPIRES\s+STATUS$/m);
+  assert.match(listed.stdout, /^1\s+alice\s+plants:read,plants:write\s+no\s+laptop\s+\S+Z\s+\S+Z\s+active$/m);
+  assert.match(listed.stdout, /^2\s+bob\s+plants:read\s+yes\s+-\s+\S+Z\s+never\s+active$/m);
+
+  const json = await runCli(['token', 'list', '--json'], env);
+  const tokens = JSON.parse(json.stdout);
+  assert.equal(tokens.length, 2);
+  assert.deepEqual(Object.keys(tokens[0]).sort(), ['admin', 'createdAt', 'expiresAt', 'id', 'name', 'revokedAt', 'scopes', 'status', 'user']);
+  assert.deepEqual(tokens[1].scopes, ['plants:read']);
+  assert.equal(tokens[1].admin, true);
+  const lifetime = Date.parse(tokens[0].expiresAt) - Date.parse(tokens[0].createdAt);
+  assert.ok(Math.abs(lifetime - 30 * 86_400_000) < 1000, `30d expiry, got ${lifetime} ms`);
+  assert.ok(!json.stdout.includes(secret));
+
+  const revoked = await runCli(['token', 'revoke', '1'], env);
+  assert.equal(revoked.code, 0);
+  const after = JSON.parse((await runCli(['token', 'list', '--json'], env)).stdout);
+  assert.equal(after[0].status, 'revoked');
+  assert.notEqual(after[0].revokedAt, null);
+});
+
+test('CLI mistakes are clear messages with a non-zero exit', async (t) => {
+  const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'db.sqlite')}` };
+  const cases: Array<[string[], number, RegExp]> = [
+    [[], 2, /Usage: plantstore <command>/],
+    [['frobnicate'], 2, /unknown command "frobnicate"/],
+    [['token'], 2, /Usage:/],
+    [['token', 'create'], 2, /needs --user NAME/],
+    [['token', 'create', '--user', 'a', '--scope', 'plants:admin'], 2, /unknown scope "plants:admin"/],
+    [['token', 'create', '--user', 'a', '--expires-in', '10 years'], 2, /--expires-in must look like/],
+    [['token', 'create', '--user', ' padded'], 2, /user name must not/],
+    [['token', 'create', '--user', 'a', '--bogus'], 2, /Unknown option '--bogus'/],
+    [['token', 'revoke'], 2, /needs one token ID/],
+    [['token', 'revoke', 'abc'], 2, /needs one token ID/],
+    [['token', 'revoke', '999'], 1, /no active token with ID 999/],
+    [['serve', '--port', 'http'], 2, /PORT must be 0-65535/],
+    [['serve', '--rate-limit', '10/second'], 2, /RATE_LIMIT/],
+    [['migrate', '--database-url', 'mysql://x'], 2, /DATABASE_URL must start with sqlite:/],
+  ];
+  for (const [args, code, message] of cases) {
+    const res = await runCli(args, env);
+    assert.equal(res.code, code, args.join(' '));
+    assert.match(res.stderr + res.stdout, message, args.join(' '));
+  }
+});
+
+test('--help documents every command and every serve option', async () => {
+  const main = await runCli(['--help']);
+  assert.equal(main.code, 0);
+  for (const word of ['serve', 'migrate', 'token create', 'token list', 'token revoke']) assert.match(main.stdout, new RegExp(word));
+  const serve = await runCli(['serve', '--help']);
+  for (const option of ['--port', '--host', '--log-level', '--database-url', '--rate-limit', 'PORT', 'HOST', 'LOG_LEVEL', 'DATABASE_URL', 'RATE_LIMIT']) {
+    assert.match(serve.stdout, new RegExp(option));
+  }
+  const token = await runCli(['token', 'create', '--help']);
+  for (const option of ['--user', '--scope', '--admin', '--expires-in', '--name', '--json']) assert.match(token.stdout, new RegExp(option));
+});
+
+test('migrate creates the store, directory included, where DATABASE_URL points (relative to the working directory)', async (t) => {
+  const dir = tempDir(t);
+  const res = await runCli(['migrate'], { DATABASE_URL: 'sqlite:./nested/dir/store.db' }, dir);
+  assert.equal(res.code, 0, res.stderr);
+  assert.ok(existsSync(join(dir, 'nested/dir/store.db')));
+  assert.equal((await runCli(['migrate'], { DATABASE_URL: 'sqlite:./nested/dir/store.db' }, dir)).code, 0, 'idempotent');
+});
+
+test('the default store is ./data/plantstore.db, created on first start', async (t) => {
+  const dir = tempDir(t);
+  const res = await runCli(['token', 'create', '--user', 'alice'], { DATABASE_URL: undefined }, dir);
+  assert.equal(res.code, 0, res.stderr);
+  assert.ok(existsSync(join(dir, 'data/plantstore.db')));
+});
+
+test('the CLI works while the server runs, and a revocation reaches the server within 5 seconds', async (t) => {
+  const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'db.sqlite')}` };
+  const server = await startServer(t, env);
+  const secret = lastLine((await runCli(['token', 'create', '--user', 'alice'], env)).stdout);
+  const get = () => fetch(`${server.url}/plants`, { headers: { authorization: `Bearer ${secret}` } });
+  assert.equal((await get()).status, 200);
+  assert.equal((await runCli(['token', 'revoke', '1'], env)).code, 0);
+  await sleep(5000);
+  const res = await get();
+  assert.equal(res.status, 401);
+  assert.equal(((await res.json()) as { error: number }).error, 40101);
+  assert.equal(await server.stop(), 0);
+});

@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { PassThrough } from 'node:stream';
+import { test } from 'node:test';
+import type { FastifyInstance, InjectOptions } from 'fastify';
+import { ERROR_ROWS, ERRORS, type ErrorRow } from '../src/http/errors.js';
+import { bearer, errorBody, testApp } from './helpers.js';
+
+/** Sends raw bytes to a listening app and returns everything it answers before closing. */
+async function raw(app: FastifyInstance, bytes: string, { end = true } = {}): Promise<string> {
+  if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as { port: number };
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let answer = '';
+    socket.on('data', (d) => (answer += d.toString('latin1')));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(answer));
+    socket.write(bytes);
+    if (end) socket.end();
+  });
+}
+
+function parseRaw(answer: string): { status: number; headers: string; body: { error: number; message: string } } {
+  const [head = '', body = ''] = answer.split('\r\n\r\n');
+  const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]);
+  return { status, headers: head.toLowerCase(), body: JSON.parse(body) };
+}
+
+const json = { 'content-type': 'application/json' };
+
+test('every row of the error table is produced by some request, with the Error body and its status', async (t) => {
+  const seen = new Set<number>();
+  const expectRow = (row: ErrorRow, status: number, body: { error: number; message: string }, label: string) => {
+    assert.equal(status, row.status, label);
+    assert.equal(body.error, row.code, label);
+    seen.add(body.error);
+  };
+
+  const { app, token, store } = await testApp(t);
+  const alice = await token('alice');
+  const reader = await token('reader', { scopes: ['plants:read'] });
+  await app.inject({ method: 'POST', url: '/plants', headers: { ...bearer(alice), ...json }, payload: '{"id":1,"name":"a"}' });
+
+  const injected: Array<[ErrorRow, InjectOptions]> = [
+    [ERRORS.badRequest, { method: 'GET', url: '/plants%zz' }],
+    [ERRORS.malformedJson, { method: 'POST', url: '/plants', headers: { ...bearer(alice), ...json }, payload: '{"id":1,' }],
+    [ERRORS.malformedJson, { method: 'POST', url: '/plants', headers: { ...bearer(alice), ...json }, payload: '' }],
+    [ERRORS.malformedJson, { method: 'POST', url: '/plants', headers: { ...bearer(alice), ...json }, payload: Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x7d]) }],
+    [ERRORS.malformedJson, { method: 'POST', url: '/plants', headers: { ...bearer(alice), ...json }, payload: '\ufeff{"id":1,"name":"bom"}' }],
+    [ERRORS.invalidNewPlant, { method: 'POST', url: '/plants', headers: { ...bearer(alice), ...json }, payload: '{"id":1}' }],
+    [ERRORS.invalidNewPlant, { method: 'POST', url: '/plants', headers: bearer(alice) }],
+    [ERRORS.invalidQuery, { method: 'GET', url: '/plants?limit=0', headers: bearer(alice) }],
+    [ERRORS.invalidPath, { method: 'DELETE', url: '/plants/one', headers: bearer(alice) }],
+    [ERRORS.missingToken, { method: 'GET', url: '/plants' }],
+    [ERRORS.invalidToken, { method: 'GET', url: '/plants', headers: bearer('pst_nope') }],
+    [ERRORS.insufficientScope, { method: 'POST', url: '/plants', headers: { ...bearer(reader), ...json }, payload: '{"id":2,"name":"b"}' }],
+    [ERRORS.routeNotFound, { method: 'GET', url: '/nowhere' }],
+    [ERRORS.routeNotFound, { method: 'GET', url: '/plants/1/leaves' }],
+    [ERRORS.plantNotFound, { method: 'DELETE', url: '/plants/404', headers: bearer(alice) }],
+    [ERRORS.methodNotAllowed, { method: 'PUT', url: '/plants', headers: bearer(alice) }],
+    [ERRORS.idConflict, { method: 'POST', url: '/plants', headers: { ...bearer(alice), ...json }, payload: '{"id":1,"name":"changed"}' }],
+    [ERRORS.bodyTooLarge, { method: 'POST', url: '/plants', headers: { ...bearer(alice), ...json }, payload: `{"id":3,"name":"${'x'.repeat(64 * 1024)}"}` }],
+    [ERRORS.unsupportedMediaType, { method: 'POST', url: '/plants', headers: { ...bearer(alice), 'content-type': 'text/plain' }, payload: '{"id":4,"name":"c"}' }],
+    [ERRORS.unsupportedMediaType, { method: 'POST', url: '/plants', headers: { ...bearer(alice), 'content-type': 'application/json; charset=latin1' }, payload: '{"id":4,"name":"c"}' }],
+    [ERRORS.unsupportedMediaType, { method: 'POST', url: '/plants', headers: { ...bearer(alice), 'content-type': 'application/x-www-form-urlencoded' }, payload: 'id=4&name=c' }],
+  ];
+  for (const [row, options] of injected) {
+    const res = await app.inject(options);
+    expectRow(row, res.statusCode, errorBody(res), `${options.method} ${options.url} ${String(options.payload ?? '').slice(0, 30)}`);
+  }
+
+  // Errors raised by Node's HTTP parser, before any route runs, need a real socket.
+  const tooLarge = parseRaw(await raw(app, `GET /plants HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`));
+  expectRow(ERRORS.headersTooLarge, tooLarge.status, tooLarge.body, 'headers over 16 KiB');
+  assert.match(tooLarge.headers, /content-type: application\/json/);
+  const garbage = parseRaw(await raw(app, 'NOT HTTP AT ALL\r\n\r\n'));
+  expectRow(ERRORS.badRequest, garbage.status, garbage.body, 'garbled request line');
+
+  // A client that starts a request and never finishes it is cut off with 408 (here after 300 ms).
+  const slow = await testApp(t, { requestTimeoutMs: 300 });
+  const timeout = parseRaw(await raw(slow.app, 'GET /plants HTTP/1.1\r\nHost: x\r\n', { end: false }));
+  expectRow(ERRORS.requestTimeout, timeout.status, timeout.body, 'request not finished in time');
+
+  // 500: the store fails underneath the app. The answer hides the cause and names the request id.
+  await store.close();
+  const failed = await app.inject({ method: 'GET', url: '/plants', headers: bearer(alice) });
+  const body = errorBody(failed);
+  expectRow(ERRORS.internal, failed.statusCode, body, 'store closed');
+  assert.match(body.message, /^Internal error \(request id [0-9a-f-]{36}\)$/);
+
+  assert.deepEqual([...seen].sort(), ERROR_ROWS.map((r) => r.code).sort(), 'every row of the table was produced');
+});
+
+test('405 names the allowed methods in Allow, for every other method', async (t) => {
+  const { app } = await testApp(t);
+  for (const [url, allow] of [['/plants', 'GET, HEAD, POST'], ['/plants/1', 'DELETE'], ['/openapi.json', 'GET, HEAD']] as const) {
+    for (const method of ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'] as const) {
+      if (allow.split(', ').includes(method)) continue;
+      const res = await app.inject({ method, url });
+      assert.equal(res.statusCode, 405, `${method} ${url}`);
+      assert.equal(res.headers.allow, allow, `${method} ${url}`);
+      if (method !== 'HEAD') assert.equal(errorBody(res).error, 40500);
+    }
+  }
+});
+
+test('a 500 is logged with its request id and cause; the answer carries neither the cause nor the token', async (t) => {
+  const logs = new PassThrough();
+  let logged = '';
+  logs.on('data', (d) => (logged += d));
+  const { app, token, store } = await testApp(t, { logStream: logs });
+  const alice = await token('alice');
+  await store.close();
+  const res = await app.inject({ method: 'GET', url: '/plants', headers: bearer(alice) });
+  assert.equal(res.statusCode, 500);
+  const requestId = /request id ([0-9a-f-]{36})/.exec(errorBody(res).message)?.[1];
+  assert.ok(requestId);
+  assert.doesNotMatch(res.body, /database|sqlite|not open|stack/i);
+  const entry = logged.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.msg === 'request failed');
+  assert.equal(entry.reqId, requestId);
+  assert.match(entry.err.message, /database connection is not open/);
+  assert.ok(!logged.includes(alice), 'the token never reaches the log');
+});
+
+test('a Content-Length over 64 KiB is refused with 413 before the body is read', async (t) => {
+  const { app, token } = await testApp(t);
+  const alice = await token('alice');
+  const answer = await raw(
+    app,
+    `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\nConnection: close\r\n\r\n{`,
+  );
+  const { status, body } = parseRaw(answer);
+  assert.equal(status, 413);
+  assert.equal(body.error, 41300);
+});

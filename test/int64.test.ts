@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { INT64_MAX, INT64_MIN, integerOfJsonNumber, parseInt64 } from '../src/domain/int64.js';
+import { bearer, create, errorBody, list, testApp } from './helpers.js';
+
+test('integerOfJsonNumber reads the exact integer a JSON literal denotes', () => {
+  const cases: Array<[string, bigint | null]> = [
+    ['0', 0n], ['-0', 0n], ['7', 7n], ['-7', -7n],
+    ['9007199254740993', 9007199254740993n],
+    ['9223372036854775807', INT64_MAX], ['-9223372036854775808', INT64_MIN],
+    ['1.0', 1n], ['1.000', 1n], ['1e3', 1000n], ['1E+3', 1000n], ['120e-1', 12n], ['0.0e5', 0n],
+    ['9223372036854775807.0', INT64_MAX], ['92233720368547758.07e2', INT64_MAX],
+    ['1.5', null], ['12e-1', null], ['9007199254740993.5', null], ['1e-999999999', null],
+    ['1e999999999', 10n ** 20n], ['-1e999999999', -(10n ** 20n)],
+    ['abc', null], ['', null],
+  ];
+  for (const [literal, expected] of cases) assert.equal(integerOfJsonNumber(literal), expected, literal);
+});
+
+test('parseInt64 reads decimal path ids and refuses anything else', () => {
+  assert.equal(parseInt64('9223372036854775807'), INT64_MAX);
+  assert.equal(parseInt64('-9223372036854775808'), INT64_MIN);
+  assert.equal(parseInt64('007'), 7n);
+  for (const bad of ['9223372036854775808', '-9223372036854775809', '1.0', '1e3', ' 1', '+1', '', 'abc', '0x10']) {
+    assert.equal(parseInt64(bad), null, bad);
+  }
+});
+
+test('ids keep every digit across the whole int64 range', async (t) => {
+  const { app, token } = await testApp(t);
+  const alice = await token('alice');
+  const ids = ['9223372036854775807', '-9223372036854775808', '9007199254740992', '9007199254740993', '9007199254740994', '0', '-1'];
+  // 2^53 and 2^53+1 are the same double: a lossy parser would report the second as a conflict.
+  for (const id of ids) {
+    const res = await create(app, alice, `{"id":${id},"name":"p${id}"}`);
+    assert.equal(res.statusCode, 200, id);
+  }
+  for (const id of ids) {
+    assert.equal((await create(app, alice, `{"id":${id},"name":"p${id}"}`)).statusCode, 200, `replay ${id}`);
+    assert.equal((await create(app, alice, `{"id":${id},"name":"other"}`)).statusCode, 409, `conflict ${id}`);
+  }
+  assert.equal((await list(app, alice)).json().length, ids.length);
+
+  // Deleting 2^53+1 removes exactly that plant, not its double-precision neighbour.
+  const del = await app.inject({ method: 'DELETE', url: '/plants/9007199254740993', headers: bearer(alice) });
+  assert.equal(del.statusCode, 204);
+  const names = (await list(app, alice)).json().map((p: { name: string }) => p.name);
+  assert.ok(names.includes('p9007199254740992') && names.includes('p9007199254740994'));
+  assert.ok(!names.includes('p9007199254740993'));
+  for (const id of ['9223372036854775807', '-9223372036854775808']) {
+    assert.equal((await app.inject({ method: 'DELETE', url: `/plants/${id}`, headers: bearer(alice) })).statusCode, 204, id);
+  }
+});
+
+test('an id written as 1e3 or 1000.0 is the integer 1000', async (t) => {
+  const { app, token } = await testApp(t);
+  const alice = await token('alice');
+  assert.equal((await create(app, alice, '{"id":1000,"name":"k"}')).statusCode, 200);
+  assert.equal((await create(app, alice, '{"id":1e3,"name":"k"}')).statusCode, 200);
+  assert.equal((await create(app, alice, '{"id":1000.0,"name":"k"}')).statusCode, 200);
+  assert.equal((await create(app, alice, '{"id":10000e-1,"name":"other"}')).statusCode, 409);
+  assert.equal((await list(app, alice)).json().length, 1);
+});
+
+test('ids outside int64, or with a fraction, are 400 40002', async (t) => {
+  const { app, token } = await testApp(t);
+  const alice = await token('alice');
+  for (const id of ['9223372036854775808', '-9223372036854775809', '18446744073709551616', '1e19', '1e300', '-1e300', '9007199254740993.5', '1.5']) {
+    const res = await create(app, alice, `{"id":${id},"name":"x"}`);
+    assert.equal(res.statusCode, 400, id);
+    assert.equal(errorBody(res).error, 40002, id);
+  }
+  assert.equal((await list(app, alice)).body, '[]');
+});
+
+test('a repeated id key with different values past 2^53 is ambiguous: 400 40001', async (t) => {
+  const { app, token } = await testApp(t);
+  const alice = await token('alice');
+  const res = await create(app, alice, '{"id":1,"id":9007199254740993,"name":"x"}');
+  assert.equal(res.statusCode, 400);
+  assert.equal(errorBody(res).error, 40001);
+  // Within the safe range JSON.parse's rule applies: the last value wins, as in most JSON parsers.
+  assert.equal((await create(app, alice, '{"id":1,"id":2,"name":"x"}')).statusCode, 200);
+  assert.equal((await create(app, alice, '{"id":2,"name":"x"}')).statusCode, 200, 'stored under id 2');
+});

@@ -1,0 +1,74 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import type { TestContext } from 'node:test';
+
+/** The installed command, as `npx plantstore` runs it (dist/ is built by `npm test` first). */
+export const BIN = fileURLToPath(new URL('../bin/plantstore.js', import.meta.url));
+
+type Env = Record<string, string | undefined>;
+
+/** This process's environment with `overrides` applied; an undefined value removes the variable. */
+function environment(overrides: Env): NodeJS.ProcessEnv {
+  const env = { ...process.env, ...overrides };
+  for (const [key, value] of Object.entries(env)) if (value === undefined) delete env[key];
+  return env;
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export async function runCli(args: string[], env: Env = {}, cwd?: string): Promise<CliResult> {
+  const child = spawn(process.execPath, [BIN, ...args], { env: environment(env), cwd, stdio: 'pipe' });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const [code] = await once(child, 'close');
+  return { code, stdout, stderr };
+}
+
+export interface ServerProcess {
+  readonly url: string;
+  readonly child: ChildProcess;
+  /** Everything the process wrote to stdout so far (JSON log lines). */
+  logs(): string;
+  /** Sends a signal and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts `plantstore serve` on a free port and resolves once it is listening. */
+export async function startServer(t: TestContext, env: Env, cwd?: string): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0'], {
+    env: environment({ LOG_LEVEL: 'info', ...env }),
+    cwd,
+    stdio: 'pipe',
+  });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (d) => (err += d));
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)"/.exec(out);
+      if (m?.[1]) resolve(m[1]);
+    });
+    void exited.then((code) => reject(new Error(`server exited with ${code} before listening: ${err}${out}`)));
+  });
+  return {
+    url,
+    child,
+    logs: () => out,
+    async stop(signal = 'SIGTERM') {
+      child.kill(signal);
+      return exited;
+    },
+  };
+}

@@ -107,3 +107,9 @@ export function loadConfig(flags: Readonly<Record<string, string | undefined>> =
 export function loadDatabaseConfig(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): DatabaseConfig {
   return parseDatabaseUrl(flag ?? env.DATABASE_URL ?? DEFAULT_DATABASE_URL);
 }
+
+/** The README's configuration table; test/docs.test.ts checks that README.md contains exactly this. */
+export function configTableMarkdown(): string {
+  const rows = OPTIONS.map((o) => `| \`${o.env}\` | \`--${o.flag}\` | \`${o.default}\` | ${o.help} |`);
+  return ['| Variable | `serve` flag | Default | Meaning |', '|---|---|---|---|', ...rows].join('\n');
+}

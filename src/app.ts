@@ -1,21 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Store } from './store/store.js';
 import { drainConnectionsOnClose } from './http/drain.js';
 import { ApiError, clientErrorHandler, ERRORS, toApiError } from './http/errors.js';
 import { BODY_LIMIT_BYTES, registerJsonParser } from './http/json.js';
 import { trackAllowedMethods } from './http/methods.js';
 import { openApi } from './http/openapi.js';
+import { healthRoutes } from './http/health.js';
 import { plantRoutes } from './http/plants.js';
 import { strictQueryIntegers } from './http/query.js';
 import { addSharedSchemas } from './http/schemas.js';
 
 export interface AppOptions {
   readonly store: Store;
-  /** Pino log level; 'silent' in tests unless a test captures logs. */
-  readonly logLevel?: string;
-  /** Where logs go (default stdout); tests pass a stream to read what was logged. */
-  readonly logStream?: NodeJS.WritableStream;
+  readonly logger: FastifyBaseLogger;
   /** A request must arrive whole within this time, or it is answered 408 and the connection closed. */
   readonly requestTimeoutMs?: number;
 }
@@ -27,17 +25,12 @@ function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply)
   if (row.status < 500) return reply.code(row.status).headers(headers).send({ error: row.code, message });
   // A 5xx shows no internal text; the request id ties the answer to the logged cause.
   request.log.error({ err: error }, 'request failed');
-  return reply.code(row.status).send({ error: row.code, message: `${message} (request id ${request.id})` });
+  return reply.code(row.status).headers(headers).send({ error: row.code, message: `${message} (request id ${request.id})` });
 }
 
-export async function buildApp({ store, logLevel = 'info', logStream, requestTimeoutMs = REQUEST_TIMEOUT_MS }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ store, logger, requestTimeoutMs = REQUEST_TIMEOUT_MS }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: {
-      level: logLevel,
-      ...(logStream ? { stream: logStream } : {}),
-      // Fastify's request serializer logs no headers; this is a second lock in case one is ever added.
-      redact: ['req.headers.authorization'],
-    },
+    loggerInstance: logger,
     genReqId: () => randomUUID(),
     // Fastify's default request timeout is 0 (none), which lets a slow client hold a connection forever.
     requestTimeout: requestTimeoutMs,
@@ -75,6 +68,7 @@ export async function buildApp({ store, logLevel = 'info', logStream, requestTim
   const addMethodNotAllowedRoutes = trackAllowedMethods(app);
   await openApi(app);
   await app.register(plantRoutes, { store });
+  await app.register(healthRoutes, { store });
   await app.after();
   addMethodNotAllowedRoutes();
   return app;

@@ -1,9 +1,12 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig, loadDatabaseConfig, OPTIONS } from './config.js';
 import { isScope, SCOPES, type Scope } from './domain/principal.js';
+import { pino } from 'pino';
+import { createLogger } from './logger.js';
 import { openStore } from './store/open.js';
 import type { Store, TokenRecord } from './store/store.js';
-import { issueToken, parseDuration, TokenRequestError } from './tokens.js';
+import { parseDuration } from './domain/duration.js';
+import { issueToken, TokenRequestError } from './tokens.js';
 
 /** A mistake in how the command was called: message on stderr, exit code 2. */
 class UsageError extends Error {}
@@ -52,7 +55,14 @@ function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[]
 }
 
 async function withStore<T>(databaseUrl: string | undefined, use: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStore(loadDatabaseConfig(databaseUrl));
+  const config = loadDatabaseConfig(databaseUrl);
+  // Progress (waiting for PostgreSQL) goes to stderr, so stdout carries only the command's output.
+  const logger = createLogger('info', pino.destination(2));
+  const store = await openStore(config.database, {
+    logger,
+    poolSize: 1,
+    startupTimeoutMs: config.databaseStartupTimeoutMs,
+  });
   try {
     return await use(store);
   } finally {

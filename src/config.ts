@@ -1,12 +1,15 @@
 import { isAbsolute, resolve } from 'node:path';
+import { parseDuration } from './domain/duration.js';
 
-export type DatabaseConfig = { kind: 'sqlite'; path: string };
+export type DatabaseConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
 
 export interface Config {
   readonly port: number;
   readonly host: string;
   readonly logLevel: string;
   readonly database: DatabaseConfig;
+  readonly databasePoolSize: number;
+  readonly databaseStartupTimeoutMs: number;
   readonly rateLimit: 'off';
 }
 
@@ -21,7 +24,6 @@ interface Option<K extends keyof Config> {
   parse(value: string): Config[K];
 }
 
-const DEFAULT_DATABASE_URL = 'sqlite:./data/plantstore.db';
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /**
@@ -66,10 +68,35 @@ export const OPTIONS = [
     key: 'database',
     env: 'DATABASE_URL',
     flag: 'database-url',
-    default: DEFAULT_DATABASE_URL,
-    help: 'sqlite:PATH (relative to the working directory, or absolute) for the embedded store',
+    default: 'sqlite:./data/plantstore.db',
+    help: 'sqlite:PATH (relative to the working directory, or absolute) for the embedded store; postgres://… (or postgresql://…) for PostgreSQL',
     parse: parseDatabaseUrl,
   } satisfies Option<'database'>,
+  {
+    key: 'databasePoolSize',
+    env: 'DATABASE_POOL_SIZE',
+    flag: 'database-pool-size',
+    default: '10',
+    help: 'PostgreSQL: connections per instance (instances × this must stay below the server\'s max_connections)',
+    parse(value: string): number {
+      if (!/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 1000) {
+        throw new ConfigError(`DATABASE_POOL_SIZE must be 1-1000, got "${value}"`);
+      }
+      return Number(value);
+    },
+  } satisfies Option<'databasePoolSize'>,
+  {
+    key: 'databaseStartupTimeoutMs',
+    env: 'DATABASE_STARTUP_TIMEOUT',
+    flag: 'database-startup-timeout',
+    default: '30s',
+    help: 'PostgreSQL: how long start-up waits for the database to accept connections (90s, 2m, …)',
+    parse(value: string): number {
+      const ms = parseDuration(value);
+      if (ms === null) throw new ConfigError(`DATABASE_STARTUP_TIMEOUT must look like 30s or 2m, got "${value}"`);
+      return ms;
+    },
+  } satisfies Option<'databaseStartupTimeoutMs'>,
   {
     key: 'rateLimit',
     env: 'RATE_LIMIT',
@@ -91,7 +118,9 @@ export function parseDatabaseUrl(value: string): DatabaseConfig {
     }
     return { kind: 'sqlite', path: isAbsolute(path) ? path : resolve(path) };
   }
-  throw new ConfigError(`DATABASE_URL must start with sqlite:, got "${value}"`);
+  if (/^postgres(ql)?:\/\//.test(value)) return { kind: 'postgres', url: value };
+  // The value may hold a password, so it is not repeated in the message.
+  throw new ConfigError('DATABASE_URL must start with sqlite:, postgres:// or postgresql://');
 }
 
 /** Flags win over the environment, which wins over defaults. */
@@ -103,9 +132,13 @@ export function loadConfig(flags: Readonly<Record<string, string | undefined>> =
   return Object.fromEntries(entries) as unknown as Config;
 }
 
-/** Only the database setting, for commands that need nothing else (token, migrate). */
-export function loadDatabaseConfig(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): DatabaseConfig {
-  return parseDatabaseUrl(flag ?? env.DATABASE_URL ?? DEFAULT_DATABASE_URL);
+/** Only the database settings, for commands that need nothing else (token, migrate). */
+export function loadDatabaseConfig(
+  databaseUrlFlag: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): Pick<Config, 'database' | 'databasePoolSize' | 'databaseStartupTimeoutMs'> {
+  const config = loadConfig({ 'database-url': databaseUrlFlag }, env);
+  return { database: config.database, databasePoolSize: config.databasePoolSize, databaseStartupTimeoutMs: config.databaseStartupTimeoutMs };
 }
 
 /** The README's configuration table; test/docs.test.ts checks that README.md contains exactly this. */

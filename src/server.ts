@@ -2,6 +2,7 @@ import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
+import { createLogger } from './logger.js';
 import { openStore } from './store/open.js';
 
 /** How long in-flight requests may take to finish after SIGTERM/SIGINT before the process gives up. */
@@ -12,8 +13,13 @@ export const SHUTDOWN_GRACE_MS = 10_000;
  * closes the store and exits 0 (1 if the grace period runs out or a second signal arrives).
  */
 export async function serve(config: Config): Promise<FastifyInstance> {
-  const store = await openStore(config.database);
-  const app = await buildApp({ store, logLevel: config.logLevel });
+  const logger = createLogger(config.logLevel);
+  const store = await openStore(config.database, {
+    logger,
+    poolSize: config.databasePoolSize,
+    startupTimeoutMs: config.databaseStartupTimeoutMs,
+  });
+  const app = await buildApp({ store, logger });
   // app.close() runs onClose hooks after in-flight requests are answered; the store closes last.
   app.addHook('onClose', () => store.close());
 

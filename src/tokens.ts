@@ -18,16 +18,6 @@ export function hashToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
 
-const DURATION = /^([1-9]\d{0,5})([smhd])$/;
-const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-
-/** `90s`, `15m`, `12h`, `30d` → milliseconds, or null when malformed. */
-export function parseDuration(text: string): number | null {
-  const m = DURATION.exec(text);
-  if (!m) return null;
-  return Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
-}
-
 export interface TokenRequest {
   readonly user: string;
   readonly scopes?: readonly Scope[] | undefined;

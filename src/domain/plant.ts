@@ -53,6 +53,11 @@ export function plantOf(plant: NewPlant): Plant {
   return plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag };
 }
 
+/** A Plant from stored columns, where a plant without a tag has tag NULL. */
+export function plantOfColumns(row: { name: string; tag: string | null }): Plant {
+  return row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag };
+}
+
 /** Whether two plants have the same content (an idempotent replay), telling an absent tag from "". */
 export function samePlant(a: Plant, b: Plant): boolean {
   return a.name === b.name && a.tag === b.tag;

@@ -1,8 +1,23 @@
+import type { Logger } from 'pino';
 import type { DatabaseConfig } from '../config.js';
+import { openPostgresStore } from './postgres.js';
 import { openSqliteStore } from './sqlite.js';
 import type { Store } from './store.js';
 
+export interface OpenOptions {
+  readonly logger: Logger;
+  readonly poolSize: number;
+  readonly startupTimeoutMs: number;
+  /** How long one operation may wait on the store (a lock, a slow query) before it fails with 503. */
+  readonly queryTimeoutMs?: number;
+}
+
 /** The one place a backend is chosen (used by server.ts, cli.ts and the test helper). */
-export async function openStore(database: DatabaseConfig): Promise<Store> {
-  return openSqliteStore(database.path);
+export async function openStore(database: DatabaseConfig, options: OpenOptions): Promise<Store> {
+  switch (database.kind) {
+    case 'sqlite':
+      return openSqliteStore(database.path, options.queryTimeoutMs === undefined ? {} : { busyTimeoutMs: options.queryTimeoutMs });
+    case 'postgres':
+      return openPostgresStore({ url: database.url, ...options });
+  }
 }

@@ -1,10 +1,13 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { plantOf, samePlant, type NewPlant, type Plant } from '../domain/plant.js';
+import { plantOf, plantOfColumns, samePlant, type NewPlant } from '../domain/plant.js';
 import { isScope, type Scope } from '../domain/principal.js';
 import { loadMigrations } from './migrations.js';
-import type { CreateOutcome, ListQuery, NewTokenRecord, PlantPage, Store, TokenRecord } from './store.js';
+import {
+  StoreUnavailableError,
+  type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type Store, type TokenRecord,
+} from './store.js';
 
 interface PlantRow {
   seq: number;
@@ -36,10 +39,19 @@ const LIST_SQL = {
   allTag: 'SELECT seq, name, tag FROM plants WHERE tag = ? AND seq > ? ORDER BY seq LIMIT ?',
 };
 
-/** How long a writer waits for another process (the CLI) holding the write lock. */
+/**
+ * Errors that mean "try again later" rather than "this request or our code is wrong": another process
+ * held the lock past the busy timeout, or the disk is full.
+ */
+function storeError(error: unknown): unknown {
+  const code = (error as { code?: unknown }).code;
+  return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === 'SQLITE_FULL' ? new StoreUnavailableError(error) : error;
+}
+
+/** How long a writer waits for another process (the CLI) holding the write lock, then 503. */
 const BUSY_TIMEOUT_MS = 5000;
 
-export function openSqliteStore(path: string): Store {
+export function openSqliteStore(path: string, { busyTimeoutMs = BUSY_TIMEOUT_MS } = {}): Store {
   mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   try {
@@ -47,7 +59,7 @@ export function openSqliteStore(path: string): Store {
     if (mode !== 'wal') throw new Error(`SQLite refused WAL mode (got ${String(mode)}) for ${path}`);
     // FULL: every commit fsyncs the WAL, so an acknowledged create survives power loss, not only a crash.
     db.pragma('synchronous = FULL');
-    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     migrate(db);
     return new SqliteStore(db);
   } catch (error) {
@@ -126,10 +138,10 @@ class SqliteStore implements Store {
       try {
         results = commit.immediate(writes);
       } catch (error) {
-        for (const w of writes) w.reject(error);
+        for (const w of writes) w.reject(storeError(error));
         return;
       }
-      results.forEach((r, i) => (r.ok ? writes[i]?.resolve(r.value) : writes[i]?.reject(r.error)));
+      results.forEach((r, i) => (r.ok ? writes[i]?.resolve(r.value) : writes[i]?.reject(storeError(r.error))));
     };
   }
 
@@ -152,7 +164,7 @@ class SqliteStore implements Store {
       // Same transaction as the insert, so the row that conflicted is still there.
       const stored = this.#findPlant.get(owner, plant.id);
       if (!stored) throw new Error('conflicting plant row not found');
-      return samePlant(plantOfRow(stored), plantOf(plant)) ? 'replayed' : 'conflict';
+      return samePlant(plantOfColumns(stored), plantOf(plant)) ? 'replayed' : 'conflict';
     });
   }
 
@@ -167,7 +179,7 @@ class SqliteStore implements Store {
           : this.#list.ownerTag.all(owner, tag, after, limit + 1);
     const more = rows.length > limit;
     if (more) rows.pop();
-    const plants = rows.map(plantOfRow);
+    const plants = rows.map(plantOfColumns);
     return { plants, next: more ? (rows[rows.length - 1]?.seq ?? null) : null };
   }
 
@@ -205,10 +217,6 @@ class SqliteStore implements Store {
     if (this.#queue.length > 0) this.#commitQueue();
     this.#db.close();
   }
-}
-
-function plantOfRow(row: { name: string; tag: string | null }): Plant {
-  return row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag };
 }
 
 function tokenOf(row: TokenRow): TokenRecord {

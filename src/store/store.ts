@@ -60,3 +60,16 @@ export interface Store {
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+/**
+ * The store cannot be reached right now (connection refused or lost, timeout, lock held too long, disk
+ * full). Requests fail with 503 and succeed again once it is back; nothing about the request was wrong.
+ */
+export class StoreUnavailableError extends Error {
+  override readonly cause: unknown;
+
+  constructor(cause: unknown) {
+    super(`store unavailable: ${cause instanceof Error ? cause.message : String(cause)}`);
+    this.cause = cause;
+  }
+}

@@ -1,0 +1,250 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import type { Logger } from 'pino';
+import { plantOf, plantOfColumns, samePlant, type NewPlant } from '../domain/plant.js';
+import { isScope } from '../domain/principal.js';
+import { loadMigrations } from './migrations.js';
+import {
+  StoreUnavailableError,
+  type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type Store, type TokenRecord,
+} from './store.js';
+
+export interface PostgresOptions {
+  readonly url: string;
+  readonly poolSize: number;
+  readonly startupTimeoutMs: number;
+  readonly logger: Logger;
+  /** Bound on every query, enforced by the client and by the server (statement_timeout). */
+  readonly queryTimeoutMs?: number;
+  /** Bound on getting a connection, waiting for a free one in the pool included. */
+  readonly connectTimeoutMs?: number;
+}
+
+/** No request may hang on the database: a query gets 5 s, getting a connection 3 s, then 503. */
+const QUERY_TIMEOUT_MS = 5000;
+const CONNECT_TIMEOUT_MS = 3000;
+const MIGRATION_TIMEOUT_MS = 10 * 60_000;
+/** Serializes migrations of instances starting together (an arbitrary, fixed advisory lock key). */
+const MIGRATION_LOCK_KEY = '7061626174726565';
+
+interface PlantRow {
+  seq: string;
+  name: string;
+  tag: string | null;
+}
+
+interface TokenRow {
+  id: string;
+  username: string;
+  scopes: string[];
+  admin: boolean;
+  name: string | null;
+  created_at: Date;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+}
+
+const LIST = {
+  owner: 'SELECT seq, name, tag FROM plants WHERE owner = $1 AND seq > $2 ORDER BY seq LIMIT $3',
+  ownerTag: 'SELECT seq, name, tag FROM plants WHERE owner = $1 AND tag = $2 AND seq > $3 ORDER BY seq LIMIT $4',
+  all: 'SELECT seq, name, tag FROM plants WHERE seq > $1 ORDER BY seq LIMIT $2',
+  allTag: 'SELECT seq, name, tag FROM plants WHERE tag = $1 AND seq > $2 ORDER BY seq LIMIT $3',
+};
+
+/**
+ * Errors that mean "the database is not reachable or not serving now" rather than "this request or our
+ * code is wrong": anything that did not come from the server as a SQL error (refused, reset, timed out,
+ * terminated), and server errors of classes 08 (connection), 53 (resources), 57 (operator intervention,
+ * statement timeout) and 25006 (read-only: a failover in progress).
+ */
+function storeError(error: unknown): unknown {
+  if (error instanceof pg.DatabaseError) {
+    const sqlClass = error.code?.slice(0, 2);
+    return sqlClass === '08' || sqlClass === '53' || sqlClass === '57' || error.code === '25006'
+      ? new StoreUnavailableError(error)
+      : error;
+  }
+  if (error instanceof TypeError || error instanceof RangeError) return error;
+  return new StoreUnavailableError(error);
+}
+
+/** host:port/database, never the password, for log lines. */
+function describe(url: string): string {
+  const u = new URL(url);
+  return `${u.hostname}:${u.port || '5432'}${u.pathname}`;
+}
+
+export async function openPostgresStore(options: PostgresOptions): Promise<Store> {
+  const queryTimeout = options.queryTimeoutMs ?? QUERY_TIMEOUT_MS;
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
+    query_timeout: queryTimeout,
+    statement_timeout: queryTimeout,
+    keepAlive: true,
+    application_name: 'plantstore',
+  });
+  // A pooled idle connection that dies (server restart, failover) must not crash the process; the pool
+  // replaces it on the next query.
+  pool.on('error', (err) => options.logger.warn({ err }, 'idle PostgreSQL connection lost'));
+  try {
+    await waitForDatabase(pool, options);
+    await migrate(pool);
+  } catch (error) {
+    await pool.end();
+    throw error;
+  }
+  return new PostgresStore(pool);
+}
+
+async function waitForDatabase(pool: pg.Pool, { url, startupTimeoutMs, logger }: PostgresOptions): Promise<void> {
+  const deadline = Date.now() + startupTimeoutMs;
+  for (let attempt = 1, pause = 250; ; attempt++, pause = Math.min(pause * 2, 2000)) {
+    try {
+      await pool.query('SELECT 1');
+      if (attempt > 1) logger.info({ database: describe(url) }, 'PostgreSQL is reachable');
+      return;
+    } catch (error) {
+      if (!(storeError(error) instanceof StoreUnavailableError)) throw error; // e.g. bad password: waiting won't help
+      const reason = (error as Error).message;
+      if (Date.now() + pause > deadline) {
+        throw new Error(`PostgreSQL at ${describe(url)} did not accept connections within ${startupTimeoutMs / 1000}s: ${reason}`);
+      }
+      logger.warn({ database: describe(url), attempt, reason }, `waiting for PostgreSQL at ${describe(url)}`);
+      await sleep(pause);
+    }
+  }
+}
+
+async function migrate(pool: pg.Pool): Promise<void> {
+  const client = await pool.connect();
+  // pg honours a per-query query_timeout (lib/client.js); @types/pg does not declare it, hence the cast.
+  const run = (text: string, values: unknown[] = []) =>
+    client.query({ text, values, query_timeout: MIGRATION_TIMEOUT_MS } as pg.QueryConfig);
+  try {
+    await run('BEGIN');
+    await run('SET LOCAL statement_timeout = 0');
+    // Instances starting together queue here; each finds the migrations the first one applied.
+    await run('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    await run(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const applied = new Set((await run('SELECT version FROM schema_migrations')).rows.map((r) => Number(r.version)));
+    for (const m of loadMigrations('postgres')) {
+      if (applied.has(m.version)) continue;
+      await run(m.sql);
+      await run('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+    }
+    await run('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+class PostgresStore implements Store {
+  readonly backend = 'postgres';
+  readonly #pool: pg.Pool;
+
+  constructor(pool: pg.Pool) {
+    this.#pool = pool;
+  }
+
+  /** Named statements are parsed and planned once per connection, not once per request. */
+  async #query<R extends pg.QueryResultRow>(name: string, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.#pool.query<R>({ name, text, values });
+    } catch (error) {
+      throw storeError(error);
+    }
+  }
+
+  async createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome> {
+    const id = plant.id.toString();
+    // Usually one round trip. On a conflict, the row is read in a new statement: under READ COMMITTED
+    // it sees the concurrent insert that ON CONFLICT waited for. If that row is deleted in between,
+    // the insert is tried again.
+    for (;;) {
+      const inserted = await this.#query(
+        'plant_insert',
+        'INSERT INTO plants (owner, id, name, tag) VALUES ($1, $2, $3, $4) ON CONFLICT (owner, id) DO NOTHING',
+        [owner, id, plant.name, plant.tag ?? null],
+      );
+      if (inserted.rowCount === 1) return 'created';
+      const found = await this.#query<PlantRow>('plant_find', 'SELECT name, tag FROM plants WHERE owner = $1 AND id = $2', [owner, id]);
+      const stored = found.rows[0];
+      if (stored) return samePlant(plantOfColumns(stored), plantOf(plant)) ? 'replayed' : 'conflict';
+    }
+  }
+
+  async listPlants({ owner, tag, after = 0, limit }: ListQuery): Promise<PlantPage> {
+    const [name, text, values] =
+      owner === null
+        ? tag === undefined
+          ? ['list_all', LIST.all, [after, limit + 1]]
+          : ['list_all_tag', LIST.allTag, [tag, after, limit + 1]]
+        : tag === undefined
+          ? ['list_owner', LIST.owner, [owner, after, limit + 1]]
+          : ['list_owner_tag', LIST.ownerTag, [owner, tag, after, limit + 1]];
+    const { rows } = await this.#query<PlantRow>(name, text, values);
+    const more = rows.length > limit;
+    if (more) rows.pop();
+    const last = rows[rows.length - 1];
+    return { plants: rows.map(plantOfColumns), next: more && last ? Number(last.seq) : null };
+  }
+
+  async deletePlant(owner: string, id: bigint): Promise<boolean> {
+    const res = await this.#query('plant_delete', 'DELETE FROM plants WHERE owner = $1 AND id = $2', [owner, id.toString()]);
+    return res.rowCount === 1;
+  }
+
+  async createToken(t: NewTokenRecord): Promise<TokenRecord> {
+    const { rows } = await this.#query<TokenRow>(
+      'token_insert',
+      `INSERT INTO tokens (hash, username, scopes, admin, name, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+      [t.hash, t.user, t.scopes, t.admin, t.name, t.expiresAt],
+    );
+    const row = rows[0];
+    if (!row) throw new Error('token insert returned no row');
+    return tokenOf(row);
+  }
+
+  async findTokenByHash(hash: string): Promise<TokenRecord | null> {
+    const { rows } = await this.#query<TokenRow>('token_by_hash', 'SELECT * FROM tokens WHERE hash = $1', [hash]);
+    return rows[0] ? tokenOf(rows[0]) : null;
+  }
+
+  async listTokens(): Promise<TokenRecord[]> {
+    const { rows } = await this.#query<TokenRow>('token_list', 'SELECT * FROM tokens ORDER BY id', []);
+    return rows.map(tokenOf);
+  }
+
+  async revokeToken(id: number): Promise<boolean> {
+    const res = await this.#query('token_revoke', 'UPDATE tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL', [id]);
+    return res.rowCount === 1;
+  }
+
+  async ping(): Promise<void> {
+    await this.#query('ping', 'SELECT 1', []);
+  }
+
+  async close(): Promise<void> {
+    if (!this.#pool.ended) await this.#pool.end();
+  }
+}
+
+function tokenOf(row: TokenRow): TokenRecord {
+  return {
+    id: Number(row.id),
+    user: row.username,
+    scopes: row.scopes.filter(isScope),
+    admin: row.admin,
+    name: row.name,
+    createdAt: row.created_at,
+    expiresAt: row.expires_at,
+    revokedAt: row.revoked_at,
+  };
+}

@@ -1,6 +1,7 @@
 import type { FastifyError } from 'fastify';
 import { Type } from 'typebox';
 import { STORABLE_TEXT } from '../domain/plant.js';
+import { StoreUnavailableError } from '../store/store.js';
 
 export interface ErrorRow {
   readonly status: number;
@@ -32,6 +33,7 @@ export const ERRORS = {
   unsupportedMediaType: { status: 415, code: 41500, message: 'The request body must be application/json (UTF-8)' },
   headersTooLarge: { status: 431, code: 43100, message: 'The request headers are too large' },
   internal: { status: 500, code: 50000, message: 'Internal error' },
+  storeUnavailable: { status: 503, code: 50300, message: 'The store is unavailable; retry shortly' },
 } as const satisfies Record<string, ErrorRow>;
 
 export const ERROR_ROWS: readonly ErrorRow[] = Object.values(ERRORS);
@@ -64,6 +66,9 @@ export const ErrorSchema = Type.Object(
   { $id: 'Error', additionalProperties: false },
 );
 
+/** A store outage is usually brief (a failover, a restart); clients may retry after this many seconds. */
+const RETRY_AFTER = { 'retry-after': '2' };
+
 const BY_FASTIFY_CODE: Record<string, ErrorRow> = {
   FST_ERR_BAD_URL: ERRORS.badRequest,
   FST_ERR_CTP_BODY_TOO_LARGE: ERRORS.bodyTooLarge,
@@ -80,6 +85,7 @@ const BY_VALIDATION_CONTEXT: Record<string, ErrorRow> = {
 /** Maps anything thrown while handling a request to a row of the table. */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
+  if (error instanceof StoreUnavailableError) return new ApiError(ERRORS.storeUnavailable, ERRORS.storeUnavailable.message, RETRY_AFTER);
   if (!(error instanceof Error)) return new ApiError(ERRORS.internal);
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {

@@ -16,12 +16,13 @@ export function ref<T = unknown>(id: 'Plant' | 'NewPlant' | 'Error'): TUnsafe<T>
 }
 
 /**
- * The error responses of one operation, grouped by status, each described by the codes it can carry.
- * 40000 (a malformed URL or framing) and 50000 can happen anywhere, so every operation lists them.
+ * The error responses of an operation that uses the store, grouped by status, each described by the codes
+ * it can carry. 40000 (a malformed URL or framing), 50000 and 50300 (store unreachable) can happen on any
+ * such operation, so every one lists them.
  */
 export function errorResponses(...rows: ErrorRow[]): Record<number, unknown> {
-  const all = [ERRORS.badRequest, ...rows, ERRORS.internal];
-  const statuses = [...new Set(all.map((r) => r.status))].sort();
+  const all = [ERRORS.badRequest, ...rows, ERRORS.internal, ERRORS.storeUnavailable];
+  const statuses = [...new Set(all.map((r) => r.status))].sort((a, b) => a - b);
   return Object.fromEntries(
     statuses.map((status) => {
       const description = all

@@ -1,22 +1,14 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
+import { testDatabase } from './helpers.js';
 import { runCli, startServer } from './process.js';
-
-function tempDir(t: TestContext): string {
-  const dir = mkdtempSync(join(tmpdir(), 'plantstore-cli-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 const TOKEN = /^pst_[A-Za-z0-9_-]{43}$/;
 const lastLine = (text: string) => text.trimEnd().split('\n').at(-1) ?? '';
 
 test('token create prints the secret alone on the last line of stdout; token list never shows it', async (t) => {
-  const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'db.sqlite')}` };
+  const env = { DATABASE_URL: (await testDatabase(t)).url };
   const created = await runCli(['token', 'create', '--user', 'alice', '--name', 'laptop', '--expires-in', '30d'], env);
   assert.equal(created.code, 0, created.stderr);
   const secret = lastLine(created.stdout);
@@ -51,7 +43,7 @@ test('token create prints the secret alone on the last line of stdout; token lis
 });
 
 test('CLI mistakes are clear messages with a non-zero exit', async (t) => {
-  const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'db.sqlite')}` };
+  const env = { DATABASE_URL: (await testDatabase(t)).url };
   const cases: Array<[string[], number, RegExp]> = [
     [[], 2, /Usage: plantstore <command>/],
     [['frobnicate'], 2, /unknown command "frobnicate"/],
@@ -66,7 +58,7 @@ test('CLI mistakes are clear messages with a non-zero exit', async (t) => {
     [['token', 'revoke', '999'], 1, /no active token with ID 999/],
     [['serve', '--port', 'http'], 2, /PORT must be 0-65535/],
     [['serve', '--rate-limit', '10/second'], 2, /RATE_LIMIT/],
-    [['migrate', '--database-url', 'mysql://x'], 2, /DATABASE_URL must start with sqlite:/],
+    [['migrate', '--database-url', 'mysql://x'], 2, /DATABASE_URL must start with sqlite:, postgres:\/\/ or postgresql:\/\//],
   ];
   for (const [args, code, message] of cases) {
     const res = await runCli(args, env);
@@ -87,23 +79,8 @@ test('--help documents every command and every serve option', async () => {
   for (const option of ['--user', '--scope', '--admin', '--expires-in', '--name', '--json']) assert.match(token.stdout, new RegExp(option));
 });
 
-test('migrate creates the store, directory included, where DATABASE_URL points (relative to the working directory)', async (t) => {
-  const dir = tempDir(t);
-  const res = await runCli(['migrate'], { DATABASE_URL: 'sqlite:./nested/dir/store.db' }, dir);
-  assert.equal(res.code, 0, res.stderr);
-  assert.ok(existsSync(join(dir, 'nested/dir/store.db')));
-  assert.equal((await runCli(['migrate'], { DATABASE_URL: 'sqlite:./nested/dir/store.db' }, dir)).code, 0, 'idempotent');
-});
-
-test('the default store is ./data/plantstore.db, created on first start', async (t) => {
-  const dir = tempDir(t);
-  const res = await runCli(['token', 'create', '--user', 'alice'], { DATABASE_URL: undefined }, dir);
-  assert.equal(res.code, 0, res.stderr);
-  assert.ok(existsSync(join(dir, 'data/plantstore.db')));
-});
-
 test('the CLI works while the server runs, and a revocation reaches the server within 5 seconds', async (t) => {
-  const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'db.sqlite')}` };
+  const env = { DATABASE_URL: (await testDatabase(t)).url };
   const server = await startServer(t, env);
   const secret = lastLine((await runCli(['token', 'create', '--user', 'alice'], env)).stdout);
   const get = () => fetch(`${server.url}/plants`, { headers: { authorization: `Bearer ${secret}` } });

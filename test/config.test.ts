@@ -9,8 +9,19 @@ test('defaults: port 8080 on 127.0.0.1, info logs, ./data/plantstore.db, rate li
     host: '127.0.0.1',
     logLevel: 'info',
     database: { kind: 'sqlite', path: resolve('data/plantstore.db') },
+    databasePoolSize: 10,
+    databaseStartupTimeoutMs: 30_000,
     rateLimit: 'off',
   });
+});
+
+test('postgres:// and postgresql:// select PostgreSQL, with pool size and start-up wait', () => {
+  for (const url of ['postgres://app:secret@db.internal:5432/plants', 'postgresql://db/plants?sslmode=require']) {
+    assert.deepEqual(loadConfig({}, { DATABASE_URL: url }).database, { kind: 'postgres', url });
+  }
+  const config = loadConfig({ 'database-pool-size': '25' }, { DATABASE_URL: 'postgres://db/p', DATABASE_STARTUP_TIMEOUT: '2m' });
+  assert.equal(config.databasePoolSize, 25);
+  assert.equal(config.databaseStartupTimeoutMs, 120_000);
 });
 
 test('the environment overrides defaults and flags override the environment', () => {
@@ -32,7 +43,11 @@ test('invalid settings are refused with a message naming the variable', () => {
     [{ PORT: '80a' }, /PORT/],
     [{ HOST: '' }, /HOST/],
     [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
-    [{ DATABASE_URL: 'postgres://db/plants' }, /DATABASE_URL/],
+    [{ DATABASE_URL: 'mysql://db/plants' }, /DATABASE_URL/],
+    [{ DATABASE_URL: 'postgres:db' }, /DATABASE_URL/],
+    [{ DATABASE_POOL_SIZE: '0' }, /DATABASE_POOL_SIZE/],
+    [{ DATABASE_POOL_SIZE: 'ten' }, /DATABASE_POOL_SIZE/],
+    [{ DATABASE_STARTUP_TIMEOUT: '30' }, /DATABASE_STARTUP_TIMEOUT/],
     [{ DATABASE_URL: 'sqlite:' }, /DATABASE_URL/],
     [{ DATABASE_URL: 'sqlite::memory:' }, /durable/],
     [{ RATE_LIMIT: '600/minute' }, /RATE_LIMIT/],
@@ -40,4 +55,11 @@ test('invalid settings are refused with a message naming the variable', () => {
   for (const [env, message] of cases) {
     assert.throws(() => loadConfig({}, env), (e: unknown) => e instanceof ConfigError && message.test(e.message), JSON.stringify(env));
   }
+});
+
+test('a refused DATABASE_URL is not echoed, since it may hold a password', () => {
+  assert.throws(
+    () => loadConfig({}, { DATABASE_URL: 'mysql://app:hunter2@db/plants' }),
+    (e: unknown) => e instanceof ConfigError && !e.message.includes('hunter2'),
+  );
 });

@@ -1,38 +1,136 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
+import Database from 'better-sqlite3';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import pg from 'pg';
+import type { DestinationStream } from 'pino';
 import { buildApp, type AppOptions } from '../src/app.js';
+import { parseDatabaseUrl, type DatabaseConfig } from '../src/config.js';
 import type { Scope } from '../src/domain/principal.js';
+import { createLogger } from '../src/logger.js';
 import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
 import { issueToken } from '../src/tokens.js';
 
-export interface TestStore {
+/**
+ * The backend every test runs against: PostgreSQL when PLANTSTORE_TEST_DATABASE_URL names one (each test
+ * then gets its own schema in that database), else SQLite (each test gets its own file). `npm test` runs
+ * the suite once per backend.
+ */
+export const POSTGRES_URL = process.env.PLANTSTORE_TEST_DATABASE_URL;
+export const BACKEND: 'sqlite' | 'postgres' = POSTGRES_URL ? 'postgres' : 'sqlite';
+
+/** How long a test store lets an operation wait (a held lock) before answering 503. */
+export const TEST_QUERY_TIMEOUT_MS = 1000;
+
+export const silentLogger = createLogger('silent');
+
+/** Runs statements on a PostgreSQL database outside any store (schemas, locks, outages). */
+export async function adminSql(url: string, ...statements: string[]): Promise<pg.QueryResult[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const results = [];
+    for (const s of statements) results.push(await client.query(s));
+    return results;
+  } finally {
+    await client.end();
+  }
+}
+
+/** `url` with its search_path set to `schema`, so the store's tables live there. */
+export function withSchema(url: string, schema: string): string {
+  const u = new URL(url);
+  u.searchParams.set('options', `-c search_path=${schema}`);
+  return u.toString();
+}
+
+export interface TestDatabase {
+  readonly url: string;
+  readonly config: DatabaseConfig;
+  /** Runs one SQL statement directly on the database, bypassing the store. */
+  sql(statement: string): Promise<void>;
+  /**
+   * Holds a write lock from another connection until the returned function is called: the way another
+   * process can make the store unable to write for a while.
+   */
+  holdWriteLock(): Promise<() => Promise<void>>;
+}
+
+/** A fresh, empty database for one test, removed when the test ends. */
+export async function testDatabase(t: TestContext): Promise<TestDatabase> {
+  if (POSTGRES_URL) {
+    const schema = `t_${randomBytes(6).toString('hex')}`;
+    await adminSql(POSTGRES_URL, `CREATE SCHEMA ${schema}`);
+    t.after(() => adminSql(POSTGRES_URL, `DROP SCHEMA ${schema} CASCADE`).then(() => undefined));
+    const url = withSchema(POSTGRES_URL, schema);
+    return {
+      url,
+      config: parseDatabaseUrl(url),
+      sql: (statement) => adminSql(url, statement).then(() => undefined),
+      async holdWriteLock() {
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        await client.query('BEGIN');
+        await client.query('LOCK TABLE plants IN EXCLUSIVE MODE');
+        return async () => {
+          await client.query('ROLLBACK');
+          await client.end();
+        };
+      },
+    };
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'plantstore-test-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'plantstore.db');
+  const url = `sqlite:${path}`;
+  const raw = () => new Database(path);
+  return {
+    url,
+    config: parseDatabaseUrl(url),
+    async sql(statement) {
+      const db = raw();
+      db.exec(statement);
+      db.close();
+    },
+    async holdWriteLock() {
+      const db = raw();
+      db.exec('BEGIN EXCLUSIVE');
+      return async () => {
+        db.exec('ROLLBACK');
+        db.close();
+      };
+    },
+  };
+}
+
+export interface TestStore extends TestDatabase {
   readonly store: Store;
-  /** The DATABASE_URL of this store, for child processes and second handles. */
-  readonly databaseUrl: string;
-  /** Opens another, independent handle on the same database (a restart, another process). */
+  /** Opens another, independent handle on the same database (a restart, another instance). */
   reopen(): Promise<Store>;
 }
 
-/** A fresh store for one test, removed when the test ends. */
 export async function testStore(t: TestContext): Promise<TestStore> {
-  const dir = mkdtempSync(join(tmpdir(), 'plantstore-test-'));
-  const path = join(dir, 'plantstore.db');
+  const db = await testDatabase(t);
   const handles: Store[] = [];
   const open = async () => {
-    const store = await openStore({ kind: 'sqlite', path });
+    const store = await openStore(db.config, {
+      logger: silentLogger,
+      poolSize: 5,
+      startupTimeoutMs: 5000,
+      queryTimeoutMs: TEST_QUERY_TIMEOUT_MS,
+    });
     handles.push(store);
     return store;
   };
   const store = await open();
   t.after(async () => {
     for (const h of handles) await h.close();
-    rmSync(dir, { recursive: true, force: true });
   });
-  return { store, databaseUrl: `sqlite:${path}`, reopen: open };
+  return { ...db, store, reopen: open };
 }
 
 export interface TokenOptions {
@@ -47,9 +145,16 @@ export interface TestApp extends TestStore {
   token(user: string, options?: TokenOptions): Promise<string>;
 }
 
-export async function testApp(t: TestContext, options: Omit<AppOptions, 'store'> = {}): Promise<TestApp> {
-  const ts = await testStore(t);
-  const app = await buildApp({ logLevel: options.logStream ? 'info' : 'silent', ...options, store: ts.store });
+export interface TestAppOptions extends Omit<AppOptions, 'store' | 'logger'> {
+  /** Receives the app's JSON log lines (info and up); without it the app logs nothing. */
+  readonly logStream?: DestinationStream;
+}
+
+/** An app on a store of its own; `store` lets a test build another app on an existing store. */
+export async function testApp(t: TestContext, { logStream, ...options }: TestAppOptions = {}, existing?: TestStore): Promise<TestApp> {
+  const ts = existing ?? (await testStore(t));
+  const logger = logStream ? createLogger('info', logStream) : silentLogger;
+  const app = await buildApp({ ...options, logger, store: ts.store });
   t.after(() => app.close());
   const token = async (user: string, o: TokenOptions = {}) => (await issueToken(ts.store, { user, ...o })).secret;
   return { ...ts, app, token };

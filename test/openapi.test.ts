@@ -17,7 +17,7 @@ test('GET /openapi.json needs no token and describes the API as OpenAPI 3.1, ver
   assert.equal(doc.openapi, '3.1.0');
   assert.equal(doc.info.version, '1.0.0');
   assert.deepEqual(doc.components.securitySchemes.bearerAuth, { ...doc.components.securitySchemes.bearerAuth, type: 'http', scheme: 'bearer' });
-  assert.deepEqual(Object.keys(doc.paths).sort(), ['/plants', '/plants/{id}']);
+  assert.deepEqual(Object.keys(doc.paths).sort(), ['/healthz', '/plants', '/plants/{id}', '/readyz']);
 
   const operations: Record<string, Operation> = {
     'POST /plants': doc.paths['/plants'].post,
@@ -25,15 +25,18 @@ test('GET /openapi.json needs no token and describes the API as OpenAPI 3.1, ver
     'DELETE /plants/{id}': doc.paths['/plants/{id}'].delete,
   };
   const expected: Record<string, string[]> = {
-    'POST /plants': ['200', '400', '401', '403', '409', '413', '415', '500'],
-    'GET /plants': ['200', '400', '401', '403', '500'],
-    'DELETE /plants/{id}': ['204', '400', '401', '403', '404', '500'],
+    'POST /plants': ['200', '400', '401', '403', '409', '413', '415', '500', '503'],
+    'GET /plants': ['200', '400', '401', '403', '500', '503'],
+    'DELETE /plants/{id}': ['204', '400', '401', '403', '404', '500', '503'],
   };
   for (const [name, op] of Object.entries(operations)) {
     assert.deepEqual(op.security, [{ bearerAuth: [] }], name);
     assert.deepEqual(Object.keys(op.responses).sort(), expected[name], name);
   }
   assert.match(operations['POST /plants']?.responses['409']?.description ?? '', /40900/);
+  assert.match(operations['GET /plants']?.responses['503']?.description ?? '', /50300/);
+  assert.equal(doc.paths['/healthz'].get.security, undefined, 'health checks need no token');
+  assert.deepEqual(Object.keys(doc.paths['/readyz'].get.responses).sort(), ['200', '400', '500', '503']);
   const limit = doc.paths['/plants'].get.parameters.find((p: { name: string }) => p.name === 'limit');
   assert.deepEqual(limit.schema, { type: 'integer', minimum: 1, maximum: 1000, default: 100 });
   assert.equal(limit.required, false);

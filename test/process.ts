@@ -40,8 +40,17 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `plantstore serve` on a free port and resolves once it is listening. */
-export async function startServer(t: TestContext, env: Env, cwd?: string): Promise<ServerProcess> {
+export interface SpawnedServer extends Omit<ServerProcess, 'url'> {
+  /** Resolves with the URL once the server listens; rejects if it exits first. */
+  readonly listening: Promise<string>;
+  /** Resolves with the exit code. */
+  readonly exited: Promise<number | null>;
+  /** Everything written to stderr so far. */
+  errors(): string;
+}
+
+/** Spawns `plantstore serve` on a free port, without waiting for it to listen. */
+export function spawnServer(t: TestContext, env: Env, cwd?: string): SpawnedServer {
   const child = spawn(process.execPath, [BIN, 'serve', '--port', '0'], {
     env: environment({ LOG_LEVEL: 'info', ...env }),
     cwd,
@@ -54,7 +63,7 @@ export async function startServer(t: TestContext, env: Env, cwd?: string): Promi
   t.after(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
-  const url = await new Promise<string>((resolve, reject) => {
+  const listening = new Promise<string>((resolve, reject) => {
     child.stdout.on('data', (d) => {
       out += d;
       const m = /"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)"/.exec(out);
@@ -62,13 +71,22 @@ export async function startServer(t: TestContext, env: Env, cwd?: string): Promi
     });
     void exited.then((code) => reject(new Error(`server exited with ${code} before listening: ${err}${out}`)));
   });
+  listening.catch(() => undefined); // a test that expects the exit awaits `exited` instead
   return {
-    url,
     child,
+    listening,
+    exited,
     logs: () => out,
+    errors: () => err,
     async stop(signal = 'SIGTERM') {
       child.kill(signal);
       return exited;
     },
   };
+}
+
+/** Starts `plantstore serve` on a free port and resolves once it is listening. */
+export async function startServer(t: TestContext, env: Env, cwd?: string): Promise<ServerProcess> {
+  const server = spawnServer(t, env, cwd);
+  return { ...server, url: await server.listening };
 }

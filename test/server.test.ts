@@ -1,14 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
+import { testDatabase } from './helpers.js';
 import { runCli, startServer } from './process.js';
 
 test('a server process keeps every acknowledged plant across a restart, and exits 0 on SIGTERM and SIGINT', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'plantstore-server-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const env = { DATABASE_URL: `sqlite:${join(dir, 'db.sqlite')}` };
+  const env = { DATABASE_URL: (await testDatabase(t)).url };
   const secret = (await runCli(['token', 'create', '--user', 'alice'], env)).stdout.trim();
   const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
 
@@ -27,9 +23,7 @@ test('a server process keeps every acknowledged plant across a restart, and exit
 });
 
 test('SIGTERM lets in-flight requests finish before the process exits', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'plantstore-server-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const env = { DATABASE_URL: `sqlite:${join(dir, 'db.sqlite')}` };
+  const env = { DATABASE_URL: (await testDatabase(t)).url };
   const secret = (await runCli(['token', 'create', '--user', 'alice'], env)).stdout.trim();
   const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
   const server = await startServer(t, env);

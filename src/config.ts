@@ -10,6 +10,8 @@ export interface Config {
   readonly database: DatabaseConfig;
   readonly databasePoolSize: number;
   readonly databaseStartupTimeoutMs: number;
+  readonly listCachePlants: number;
+  readonly accessLog: boolean;
   readonly rateLimit: 'off';
 }
 
@@ -97,6 +99,28 @@ export const OPTIONS = [
       return ms;
     },
   } satisfies Option<'databaseStartupTimeoutMs'>,
+  {
+    key: 'listCachePlants',
+    env: 'LIST_CACHE_PLANTS',
+    flag: 'list-cache-plants',
+    default: '100000',
+    help: 'SQLite: plants kept in memory in recently listed pages, never stale (0 turns the cache off)',
+    parse(value: string): number {
+      if (!/^\d{1,9}$/.test(value)) throw new ConfigError(`LIST_CACHE_PLANTS must be a whole number, got "${value}"`);
+      return Number(value);
+    },
+  } satisfies Option<'listCachePlants'>,
+  {
+    key: 'accessLog',
+    env: 'ACCESS_LOG',
+    flag: 'access-log',
+    default: 'off',
+    help: 'on: log one line per request (method, URL, status, duration); off leaves that to the load balancer',
+    parse(value: string): boolean {
+      if (value !== 'on' && value !== 'off') throw new ConfigError(`ACCESS_LOG must be on or off, got "${value}"`);
+      return value === 'on';
+    },
+  } satisfies Option<'accessLog'>,
   {
     key: 'rateLimit',
     env: 'RATE_LIMIT',

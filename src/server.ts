@@ -18,8 +18,9 @@ export async function serve(config: Config): Promise<FastifyInstance> {
     logger,
     poolSize: config.databasePoolSize,
     startupTimeoutMs: config.databaseStartupTimeoutMs,
+    listCachePlants: config.listCachePlants,
   });
-  const app = await buildApp({ store, logger });
+  const app = await buildApp({ store, logger, accessLog: config.accessLog });
   // app.close() runs onClose hooks after in-flight requests are answered; the store closes last.
   app.addHook('onClose', () => store.close());
 

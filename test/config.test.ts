@@ -11,6 +11,8 @@ test('defaults: port 8080 on 127.0.0.1, info logs, ./data/plantstore.db, rate li
     database: { kind: 'sqlite', path: resolve('data/plantstore.db') },
     databasePoolSize: 10,
     databaseStartupTimeoutMs: 30_000,
+    listCachePlants: 100_000,
+    accessLog: false,
     rateLimit: 'off',
   });
 });
@@ -51,6 +53,8 @@ test('invalid settings are refused with a message naming the variable', () => {
     [{ DATABASE_URL: 'sqlite:' }, /DATABASE_URL/],
     [{ DATABASE_URL: 'sqlite::memory:' }, /durable/],
     [{ RATE_LIMIT: '600/minute' }, /RATE_LIMIT/],
+    [{ LIST_CACHE_PLANTS: '-1' }, /LIST_CACHE_PLANTS/],
+    [{ ACCESS_LOG: 'yes' }, /ACCESS_LOG/],
   ];
   for (const [env, message] of cases) {
     assert.throws(() => loadConfig({}, env), (e: unknown) => e instanceof ConfigError && message.test(e.message), JSON.stringify(env));

@@ -122,6 +122,7 @@ export async function testStore(t: TestContext): Promise<TestStore> {
       poolSize: 5,
       startupTimeoutMs: 5000,
       queryTimeoutMs: TEST_QUERY_TIMEOUT_MS,
+      listCachePlants: 100_000, // as in production, so every list test also checks the cache's invalidation
     });
     handles.push(store);
     return store;

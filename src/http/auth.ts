@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal, Scope } from '../domain/principal.js';
 import type { Store, TokenRecord } from '../store/store.js';
 import { hashToken } from '../tokens.js';
@@ -6,12 +6,8 @@ import { ApiError, ERRORS } from './errors.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Set by the authentication hook on every route that declares `config.scope`. */
+    /** Set by the hook from `requireScope` on every route that has one. */
     principal: Principal;
-  }
-  interface FastifyContextConfig {
-    /** The scope a route requires; routes with one require a bearer token. */
-    scope?: Scope;
   }
 }
 
@@ -31,63 +27,95 @@ const challenge = (params = ''): Record<string, string> => ({
   'www-authenticate': `Bearer realm="${REALM}"${params}`,
 });
 
+interface CacheEntry {
+  readonly at: number;
+  readonly record: Promise<TokenRecord | null>;
+  /** The record once read, so that a cached token is checked without waiting on a promise. */
+  value?: TokenRecord;
+}
+
 /** Reads each token from the store at most once per TTL; concurrent lookups of one token share a read. */
 class TokenCache {
-  readonly #entries = new Map<string, { at: number; record: Promise<TokenRecord | null> }>();
+  readonly #entries = new Map<string, CacheEntry>();
   readonly #store: Store;
 
   constructor(store: Store) {
     this.#store = store;
   }
 
+  /** The token's record when it was read less than a TTL ago. */
+  fresh(hash: string, now: number): TokenRecord | undefined {
+    const hit = this.#entries.get(hash);
+    return hit && now - hit.at < TOKEN_CACHE_TTL_MS ? hit.value : undefined;
+  }
+
   get(hash: string, now: number): Promise<TokenRecord | null> {
     const hit = this.#entries.get(hash);
     if (hit && now - hit.at < TOKEN_CACHE_TTL_MS) return hit.record;
-    const record = this.#store.findTokenByHash(hash);
+    const entry: CacheEntry = { at: now, record: this.#store.findTokenByHash(hash) };
     this.#entries.delete(hash);
     if (this.#entries.size >= TOKEN_CACHE_MAX_ENTRIES) {
       const oldest = this.#entries.keys().next();
       if (!oldest.done) this.#entries.delete(oldest.value);
     }
-    const entry = { at: now, record };
     this.#entries.set(hash, entry);
     // Unknown tokens and failed reads are not remembered: a new token works at once, a store hiccup
     // is retried by the next request.
     const forget = (): void => {
       if (this.#entries.get(hash) === entry) this.#entries.delete(hash);
     };
-    record.then((found) => found ?? forget(), forget);
-    return record;
+    entry.record.then((found) => (found ? (entry.value = found) : forget()), forget);
+    return entry.record;
   }
 }
 
-/** An onRequest hook: establishes `request.principal` and checks the route's scope. */
-export function bearerAuth(store: Store): (request: FastifyRequest) => Promise<void> {
+type Done = (error?: Error) => void;
+
+type Hook = (request: FastifyRequest, reply: FastifyReply, done: Done) => void;
+
+/**
+ * Makes onRequest hooks that establish `request.principal` and check one scope; all hooks of one app
+ * share a token cache. Callback-style, so that a token read less than a TTL ago is checked
+ * synchronously, with no promise per request; the scope is bound here rather than read from the route
+ * options, which Fastify rebuilds on every access.
+ */
+export function bearerAuth(store: Store): (required: Scope) => Hook {
   const cache = new TokenCache(store);
-  return async function authenticate(request) {
-    const required = request.routeOptions.config.scope;
-    if (required === undefined) return;
+  return (required) => function authenticate(request, _reply, done) {
     const header = request.headers.authorization;
     if (header === undefined || !BEARER_SCHEME.test(header)) {
-      throw new ApiError(ERRORS.missingToken, ERRORS.missingToken.message, challenge());
+      return done(new ApiError(ERRORS.missingToken, ERRORS.missingToken.message, challenge()));
     }
     const token = BEARER.exec(header)?.[1];
+    if (token === undefined) return done(invalidToken());
+    const hash = hashToken(token);
     const now = Date.now();
-    const record = token === undefined ? null : await cache.get(hashToken(token), now);
-    if (record === null || record.revokedAt !== null || (record.expiresAt !== null && record.expiresAt.getTime() <= now)) {
-      throw new ApiError(
-        ERRORS.invalidToken,
-        ERRORS.invalidToken.message,
-        challenge(`, error="invalid_token", error_description="${ERRORS.invalidToken.message}"`),
-      );
-    }
-    if (!record.scopes.includes(required)) {
-      throw new ApiError(
-        ERRORS.insufficientScope,
-        `${ERRORS.insufficientScope.message}: ${required}`,
-        challenge(`, error="insufficient_scope", scope="${required}"`),
-      );
-    }
-    request.principal = { tokenId: record.id, user: record.user, scopes: record.scopes, admin: record.admin };
+    const check = (record: TokenRecord | null): void => {
+      if (record === null || record.revokedAt !== null || (record.expiresAt !== null && record.expiresAt.getTime() <= now)) {
+        return done(invalidToken());
+      }
+      if (!record.scopes.includes(required)) {
+        return done(
+          new ApiError(
+            ERRORS.insufficientScope,
+            `${ERRORS.insufficientScope.message}: ${required}`,
+            challenge(`, error="insufficient_scope", scope="${required}"`),
+          ),
+        );
+      }
+      request.principal = { tokenId: record.id, user: record.user, scopes: record.scopes, admin: record.admin };
+      done();
+    };
+    const known = cache.fresh(hash, now);
+    if (known) return check(known);
+    cache.get(hash, now).then(check, done);
   };
+}
+
+function invalidToken(): ApiError {
+  return new ApiError(
+    ERRORS.invalidToken,
+    ERRORS.invalidToken.message,
+    challenge(`, error="invalid_token", error_description="${ERRORS.invalidToken.message}"`),
+  );
 }

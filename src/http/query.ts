@@ -1,4 +1,4 @@
-import type { FastifyInstance, preValidationAsyncHookHandler } from 'fastify';
+import type { FastifyInstance, preValidationHookHandler } from 'fastify';
 
 const DECIMAL = /^\d{1,15}$/;
 
@@ -15,12 +15,13 @@ export function strictQueryIntegers(app: FastifyInstance): void {
       .filter(([, schema]) => schema.type === 'integer')
       .map(([name]) => name);
     if (integers.length === 0) return;
-    const coerce: preValidationAsyncHookHandler = async (request) => {
+    const coerce: preValidationHookHandler = (request, _reply, done) => {
       const query = request.query as Record<string, unknown>;
       for (const name of integers) {
         const value = query[name];
         if (typeof value === 'string' && DECIMAL.test(value)) query[name] = Number(value);
       }
+      done();
     };
     route.preValidation = [coerce, ...[route.preValidation ?? []].flat()];
   });

@@ -10,13 +10,18 @@ export interface OpenOptions {
   readonly startupTimeoutMs: number;
   /** How long one operation may wait on the store (a lock, a slow query) before it fails with 503. */
   readonly queryTimeoutMs?: number;
+  /** SQLite: plants kept in the page cache; 0 turns it off. PostgreSQL has none (see README). */
+  readonly listCachePlants?: number;
 }
 
 /** The one place a backend is chosen (used by server.ts, cli.ts and the test helper). */
 export async function openStore(database: DatabaseConfig, options: OpenOptions): Promise<Store> {
   switch (database.kind) {
     case 'sqlite':
-      return openSqliteStore(database.path, options.queryTimeoutMs === undefined ? {} : { busyTimeoutMs: options.queryTimeoutMs });
+      return openSqliteStore(database.path, {
+        ...(options.queryTimeoutMs === undefined ? {} : { busyTimeoutMs: options.queryTimeoutMs }),
+        cachePlants: options.listCachePlants ?? 0,
+      });
     case 'postgres':
       return openPostgresStore({ url: database.url, ...options });
   }

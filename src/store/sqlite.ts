@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { plantOf, plantOfColumns, samePlant, type NewPlant } from '../domain/plant.js';
 import { isScope, type Scope } from '../domain/principal.js';
 import { loadMigrations } from './migrations.js';
+import { PageCache } from './page-cache.js';
 import {
   StoreUnavailableError,
   type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type Store, type TokenRecord,
@@ -27,6 +28,8 @@ interface TokenRow {
 }
 
 interface QueuedWrite {
+  /** Whose plants the write changes, so cached pages of theirs are dropped after it. */
+  readonly owner: string;
   run(): unknown;
   resolve(value: unknown): void;
   reject(error: unknown): void;
@@ -51,7 +54,13 @@ function storeError(error: unknown): unknown {
 /** How long a writer waits for another process (the CLI) holding the write lock, then 503. */
 const BUSY_TIMEOUT_MS = 5000;
 
-export function openSqliteStore(path: string, { busyTimeoutMs = BUSY_TIMEOUT_MS } = {}): Store {
+export interface SqliteOptions {
+  readonly busyTimeoutMs?: number;
+  /** Plants kept in the page cache (see page-cache.ts); 0 turns it off. */
+  readonly cachePlants?: number;
+}
+
+export function openSqliteStore(path: string, { busyTimeoutMs = BUSY_TIMEOUT_MS, cachePlants = 0 }: SqliteOptions = {}): Store {
   mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   try {
@@ -61,7 +70,7 @@ export function openSqliteStore(path: string, { busyTimeoutMs = BUSY_TIMEOUT_MS 
     db.pragma('synchronous = FULL');
     db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     migrate(db);
-    return new SqliteStore(db);
+    return new SqliteStore(db, new PageCache(cachePlants));
   } catch (error) {
     db.close();
     throw error;
@@ -88,6 +97,9 @@ function migrate(db: Database.Database): void {
 class SqliteStore implements Store {
   readonly backend = 'sqlite';
   readonly #db: Database.Database;
+  readonly #cache: PageCache;
+  readonly #dataVersion: Database.Statement<[], number>;
+  #seenDataVersion: number;
   #queue: QueuedWrite[] = [];
   readonly #commitQueue: () => void;
 
@@ -100,8 +112,12 @@ class SqliteStore implements Store {
   readonly #tokens: Database.Statement<[], TokenRow>;
   readonly #revokeToken: Database.Statement<[number, number]>;
 
-  constructor(db: Database.Database) {
+  constructor(db: Database.Database, cache: PageCache) {
     this.#db = db;
+    this.#cache = cache;
+    // Changes when another connection (another process on this file) commits; never for our own writes.
+    this.#dataVersion = db.prepare('PRAGMA data_version').pluck() as Database.Statement<[], number>;
+    this.#seenDataVersion = this.#dataVersion.get() as number;
     this.#insertPlant = db.prepare(
       'INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING',
     );
@@ -140,6 +156,8 @@ class SqliteStore implements Store {
       } catch (error) {
         for (const w of writes) w.reject(storeError(error));
         return;
+      } finally {
+        for (const w of writes) this.#cache.wrote(w.owner);
       }
       results.forEach((r, i) => (r.ok ? writes[i]?.resolve(r.value) : writes[i]?.reject(storeError(r.error))));
     };
@@ -150,16 +168,16 @@ class SqliteStore implements Store {
    * from the sockets that were readable together) run in one transaction: one fsync for all of them,
    * and each caller is answered only after that commit returned.
    */
-  #write<T>(run: () => T): Promise<T> {
+  #write<T>(owner: string, run: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      if (this.#queue.push({ run, resolve: resolve as (v: unknown) => void, reject }) === 1) {
+      if (this.#queue.push({ owner, run, resolve: resolve as (v: unknown) => void, reject }) === 1) {
         setImmediate(this.#commitQueue);
       }
     });
   }
 
   createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome> {
-    return this.#write(() => {
+    return this.#write(owner, () => {
       if (this.#insertPlant.run(owner, plant.id, plant.name, plant.tag ?? null).changes === 1) return 'created';
       // Same transaction as the insert, so the row that conflicted is still there.
       const stored = this.#findPlant.get(owner, plant.id);
@@ -168,7 +186,22 @@ class SqliteStore implements Store {
     });
   }
 
-  async listPlants({ owner, tag, after = 0, limit }: ListQuery): Promise<PlantPage> {
+  async listPlants(query: ListQuery): Promise<PlantPage> {
+    if (!this.#cache.enabled) return this.#readPage(query);
+    const dataVersion = this.#dataVersion.get() as number;
+    if (dataVersion !== this.#seenDataVersion) {
+      this.#seenDataVersion = dataVersion;
+      this.#cache.clear();
+    }
+    const key = this.#cache.key(query);
+    const cached = this.#cache.get(query, key);
+    if (cached) return cached;
+    const page = this.#readPage(query);
+    this.#cache.set(key, page);
+    return page;
+  }
+
+  #readPage({ owner, tag, after = 0, limit }: ListQuery): PlantPage {
     const rows =
       owner === null
         ? tag === undefined
@@ -184,7 +217,7 @@ class SqliteStore implements Store {
   }
 
   deletePlant(owner: string, id: bigint): Promise<boolean> {
-    return this.#write(() => this.#deletePlant.run(owner, id).changes === 1);
+    return this.#write(owner, () => this.#deletePlant.run(owner, id).changes === 1);
   }
 
   async createToken(t: NewTokenRecord): Promise<TokenRecord> {

@@ -14,7 +14,8 @@ export interface ListQuery {
 }
 
 export interface PlantPage {
-  readonly plants: Plant[];
+  /** Shared: a backend may hand the same page to several callers, so nobody may change it. */
+  readonly plants: readonly Plant[];
   /** Position of the last plant returned when more remain, else null. */
   readonly next: number | null;
 }

@@ -1,0 +1,290 @@
+// npm run bench [-- --postgres postgres://…] [--rounds 3] [--duration 8]
+//
+// Loads each system on loopback with autocannon and prints one table: requests/s, p50 and p99 latency,
+// the ratio to the reference, and plantstore's peak RSS. Systems take turns (A B A B …) and each number
+// is the median of the rounds, because these machines are shared and noisy. Never part of npm test.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { availableParallelism, cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { BENCH_USER, dropPostgresSchema, seedPostgres, seedSqlite, USERS, writeJsonServerDb } from './seed.js';
+import { peakRssMb, resetPeakRss, startBare, startJsonServer, startPlantstore, type System } from './systems.js';
+
+const { values: args } = parseArgs({
+  options: {
+    postgres: { type: 'string' },
+    rounds: { type: 'string', default: '3' },
+    duration: { type: 'string', default: '8' },
+    connections: { type: 'string', default: '64' },
+  },
+});
+const ROUNDS = Number(args.rounds);
+const DURATION_S = Number(args.duration);
+const CONNECTIONS = Number(args.connections);
+const WARMUP_S = 2;
+const SMALL = 10_000;
+const LARGE = 1_000_000;
+const postgresUrl = args.postgres ?? (process.env.DATABASE_URL?.startsWith('postgres') ? process.env.DATABASE_URL : undefined);
+
+type Kind = 'list' | 'create';
+interface Target {
+  readonly system: System;
+  readonly kind: Kind;
+  /** Path and headers of the request; creates get a unique id each. */
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  /** The ids of creates answered 2xx, to check afterwards that each one was stored. */
+  readonly acknowledged: number[];
+  readonly results: Array<{ rps: number; p50: number; p99: number; errors: number }>;
+  rssMb?: number;
+}
+
+let nextId = 1_000_000_000_000;
+
+async function load(target: Target, seconds: number): Promise<void> {
+  // One request at a time per connection, so the connection's context knows the id it sent.
+  type Context = { id?: number };
+  const result = await autocannon({
+    url: target.system.url,
+    connections: CONNECTIONS,
+    duration: seconds,
+    requests: [
+      target.kind === 'list'
+        ? { method: 'GET', path: target.path, headers: target.headers }
+        : {
+            method: 'POST',
+            path: target.path,
+            headers: { ...target.headers, 'content-type': 'application/json' },
+            setupRequest: (req, context: Context) => {
+              context.id = nextId++;
+              return { ...req, body: JSON.stringify({ id: context.id, name: 'bench plant' }) };
+            },
+            onResponse: (status, _body, context: Context) => {
+              if (status >= 200 && status < 300 && context.id !== undefined) target.acknowledged.push(context.id);
+            },
+          },
+    ],
+  });
+  if (seconds === WARMUP_S) return;
+  target.results.push({
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.non2xx + result.errors + result.timeouts,
+  });
+}
+
+/** Warms every target up, then runs the rounds with the targets taking turns. */
+async function scenario(title: string, targets: Target[]): Promise<void> {
+  process.stderr.write(`${title}: `);
+  for (const t of targets) if (t.system.name.startsWith('plantstore')) resetPeakRss(t.system.pid);
+  for (const t of targets) await load(t, WARMUP_S);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const t of targets) {
+      await load(t, DURATION_S);
+      process.stderr.write('.');
+    }
+  }
+  for (const t of targets) if (t.system.name.startsWith('plantstore')) t.rssMb = peakRssMb(t.system.pid);
+  process.stderr.write('\n');
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+const stat = (t: Target) => ({
+  rps: median(t.results.map((r) => r.rps)),
+  p50: median(t.results.map((r) => r.p50)),
+  p99: median(t.results.map((r) => r.p99)),
+  errors: t.results.reduce((n, r) => n + r.errors, 0),
+});
+
+interface Row {
+  scenario: string;
+  target: Target;
+  reference?: Target;
+  referenceName?: string;
+  goal?: number;
+}
+
+function printTable(rows: Row[]): void {
+  const header = ['scenario', 'system', 'req/s', 'p50 ms', 'p99 ms', 'ratio', 'target', 'peak RSS', 'non-2xx'];
+  const lines = rows.map(({ scenario: s, target, reference, referenceName, goal }) => {
+    const m = stat(target);
+    const ratio = reference ? m.rps / stat(reference).rps : undefined;
+    return [
+      s,
+      target.system.name,
+      Math.round(m.rps).toLocaleString('en-US'),
+      m.p50.toFixed(1),
+      m.p99.toFixed(1),
+      ratio === undefined ? '' : `${ratio.toFixed(2)}× ${referenceName}`,
+      goal === undefined || ratio === undefined ? '' : `≥ ${goal} ${ratio >= goal ? 'met' : 'MISSED'}`,
+      target.rssMb === undefined ? '' : `${target.rssMb} MB`,
+      String(m.errors),
+    ];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => (l[i] ?? '').length)));
+  const fmt = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join(' | ')} |`;
+  console.log(fmt(header));
+  console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
+  for (const l of lines) console.log(fmt(l));
+}
+
+/** How many of `ids` the store holds for the bench user. */
+async function countStored(databaseUrl: string, ids: number[]): Promise<number> {
+  if (databaseUrl.startsWith('sqlite:')) {
+    const { default: Database } = await import('better-sqlite3');
+    const db = new Database(databaseUrl.slice('sqlite:'.length), { readonly: true });
+    const has = db.prepare('SELECT 1 FROM plants WHERE owner = ? AND id = ?').pluck();
+    const n = ids.filter((id) => has.get(BENCH_USER, id) !== undefined).length;
+    db.close();
+    return n;
+  }
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const res = await client
+    .query('SELECT count(*)::int AS n FROM plants WHERE owner = $1 AND id = ANY($2::bigint[])', [BENCH_USER, ids])
+    .finally(() => client.end());
+  return res.rows[0].n;
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'plantstore-bench-'));
+  const started = Date.now();
+  const systems: System[] = [];
+  const schemas: string[] = [];
+  try {
+    const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU';
+    console.log(`plantstore bench, ${new Date().toISOString().slice(0, 10)}: ${availableParallelism()} cores (${cpu}), Node ${process.version}, ` +
+      `load generator autocannon on the same machine, ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION_S} s each, medians`);
+    process.stderr.write('seeding stores…\n');
+    const small = join(dir, 'small.db');
+    const large = join(dir, 'large.db');
+    const smallToken = await seedSqlite(small, SMALL);
+    const largeToken = await seedSqlite(large, LARGE);
+    writeJsonServerDb(join(dir, 'json-server.json'), SMALL);
+    let pgSmall: { url: string; token: string } | undefined;
+    let pgLarge: { url: string; token: string } | undefined;
+    if (postgresUrl) {
+      const tag = Math.random().toString(16).slice(2, 8);
+      schemas.push(`bench_small_${tag}`, `bench_large_${tag}`);
+      pgSmall = await seedPostgres(postgresUrl, `bench_small_${tag}`, SMALL);
+      pgLarge = await seedPostgres(postgresUrl, `bench_large_${tag}`, LARGE);
+    }
+
+    const start = async <T extends System>(s: Promise<T>) => {
+      const system = await s;
+      systems.push(system);
+      return system;
+    };
+    const log = (name: string) => join(dir, `${name}.log`);
+    const sqliteSmall = await start(startPlantstore('plantstore sqlite', `sqlite:${small}`, log('sqlite-small')));
+    const sqliteLarge = await start(startPlantstore('plantstore sqlite 1M', `sqlite:${large}`, log('sqlite-large')));
+    // The same stores again with the page cache off: the cost of a query per request, and (scenario 3)
+    // whether the indexes keep that cost flat as the store grows.
+    const noCache = { LIST_CACHE_PLANTS: '0' };
+    const sqliteSmallNoCache = await start(startPlantstore('plantstore sqlite, no cache', `sqlite:${small}`, log('sqlite-small-nc'), noCache));
+    const sqliteLargeNoCache = await start(startPlantstore('plantstore sqlite 1M, no cache', `sqlite:${large}`, log('sqlite-large-nc'), noCache));
+    const postgresSmall = pgSmall && (await start(startPlantstore('plantstore postgres', pgSmall.url, log('pg-small'))));
+    const postgresLarge = pgLarge && (await start(startPlantstore('plantstore postgres 1M', pgLarge.url, log('pg-large'))));
+
+    // The bare server answers the very bytes plantstore answers, so only the work behind them differs.
+    const listPath = '/plants?limit=20';
+    const auth = (token: string) => ({ authorization: `Bearer ${token}` });
+    const listed = await fetch(`${sqliteSmall.url}${listPath}`, { headers: auth(smallToken) });
+    const created = await fetch(`${sqliteSmall.url}/plants`, {
+      method: 'POST',
+      headers: { ...auth(smallToken), 'content-type': 'application/json' },
+      body: JSON.stringify({ id: nextId - 1, name: 'bench plant' }), // below the counted range
+    });
+    const headersOf = (r: Response) => ({ 'content-type': r.headers.get('content-type') ?? '', ...(r.headers.get('link') ? { link: r.headers.get('link') as string } : {}) });
+    const bare = await start(startBare({
+      list: { body: await listed.text(), headers: headersOf(listed) },
+      create: { body: await created.text(), headers: headersOf(created) },
+    }));
+    const jsonServer = await start(startJsonServer(join(dir, 'json-server.json')));
+
+    const target = (system: System, kind: Kind, token?: string, path = kind === 'list' ? listPath : '/plants'): Target =>
+      ({ system, kind, path, headers: token ? auth(token) : {}, acknowledged: [], results: [] });
+
+    const rows: Record<1 | 2 | 3, Row[]> = { 1: [], 2: [], 3: [] };
+    const s1 = '1. GET /plants?limit=20, 10k plants';
+    const list = {
+      bare: target(bare, 'list'),
+      sqlite: target(sqliteSmall, 'list', smallToken),
+      sqliteNoCache: target(sqliteSmallNoCache, 'list', smallToken),
+      postgres: postgresSmall && pgSmall ? target(postgresSmall, 'list', pgSmall.token) : undefined,
+      json: target(jsonServer, 'list', undefined, '/plants?_limit=20'),
+    };
+    await scenario(s1, [list.bare, list.sqlite, list.sqliteNoCache, ...(list.postgres ? [list.postgres] : []), list.json]);
+    rows[1].push(
+      { scenario: s1, target: list.bare },
+      { scenario: '', target: list.sqlite, reference: list.bare, referenceName: 'bare', goal: 0.5 },
+      { scenario: '', target: list.sqliteNoCache, reference: list.bare, referenceName: 'bare' },
+      ...(list.postgres ? [{ scenario: '', target: list.postgres, reference: list.bare, referenceName: 'bare' }] : []),
+      { scenario: '', target: list.json, reference: list.bare, referenceName: 'bare' },
+    );
+
+    const s3 = '3. the same on 1M plants';
+    const scale = {
+      small: target(sqliteSmall, 'list', smallToken),
+      large: target(sqliteLarge, 'list', largeToken),
+      smallNoCache: target(sqliteSmallNoCache, 'list', smallToken),
+      largeNoCache: target(sqliteLargeNoCache, 'list', largeToken),
+      pgSmall: postgresSmall && pgSmall ? target(postgresSmall, 'list', pgSmall.token) : undefined,
+      pgLarge: postgresLarge && pgLarge ? target(postgresLarge, 'list', pgLarge.token) : undefined,
+    };
+    await scenario(s3, [
+      scale.small, scale.large, scale.smallNoCache, scale.largeNoCache,
+      ...(scale.pgSmall && scale.pgLarge ? [scale.pgSmall, scale.pgLarge] : []),
+    ]);
+    rows[3].push(
+      { scenario: s3, target: scale.small },
+      { scenario: '', target: scale.large, reference: scale.small, referenceName: '10k', goal: 0.8 },
+      { scenario: '', target: scale.smallNoCache },
+      { scenario: '', target: scale.largeNoCache, reference: scale.smallNoCache, referenceName: '10k', goal: 0.8 },
+      ...(scale.pgSmall && scale.pgLarge
+        ? [{ scenario: '', target: scale.pgSmall }, { scenario: '', target: scale.pgLarge, reference: scale.pgSmall, referenceName: '10k' }]
+        : []),
+    );
+
+    await sqliteSmallNoCache.stop(); // only one process writes the store in the create scenario
+    await sqliteLargeNoCache.stop();
+    const s2 = '2. POST /plants, unique ids, durable';
+    const create = {
+      bare: target(bare, 'create'),
+      sqlite: target(sqliteSmall, 'create', smallToken),
+      postgres: postgresSmall && pgSmall ? target(postgresSmall, 'create', pgSmall.token) : undefined,
+      json: target(jsonServer, 'create'),
+    };
+    await scenario(s2, [create.bare, create.sqlite, ...(create.postgres ? [create.postgres] : []), create.json]);
+    rows[2].push(
+      { scenario: s2, target: create.bare },
+      { scenario: '', target: create.sqlite, reference: create.bare, referenceName: 'bare', goal: 0.4 },
+      ...(create.postgres ? [{ scenario: '', target: create.postgres, reference: create.bare, referenceName: 'bare' }] : []),
+      { scenario: '', target: create.json, reference: create.bare, referenceName: 'bare' },
+    );
+
+    console.log();
+    printTable([...rows[1], ...rows[2], ...rows[3]]);
+    console.log();
+    const checks: Array<[string, Target, string]> = [['sqlite', create.sqlite, `sqlite:${small}`]];
+    if (create.postgres && pgSmall) checks.push(['postgres', create.postgres, pgSmall.url]);
+    for (const [name, t, url] of checks) {
+      const stored = await countStored(url, t.acknowledged);
+      const answered = t.acknowledged.length;
+      console.log(`durability (${name}): ${answered.toLocaleString('en-US')} creates answered 200; ` +
+        (stored === answered ? 'every one of them is in the store' : `only ${stored.toLocaleString('en-US')} of them are in the store: FAILED`));
+    }
+    console.log(`stores: ${SMALL.toLocaleString('en-US')} and ${LARGE.toLocaleString('en-US')} plants across ${USERS} users; ` +
+      `the listing user (${BENCH_USER}) owns 1/${USERS} of them.${postgresUrl ? '' : ' PostgreSQL: not run (pass --postgres URL or DATABASE_URL=postgres://…).'}`);
+    console.log(`finished in ${Math.round((Date.now() - started) / 1000)} s`);
+  } finally {
+    for (const s of systems) await s.stop();
+    if (postgresUrl) for (const schema of schemas) await dropPostgresSchema(postgresUrl, schema);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,88 @@
+import { writeFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { parseDatabaseUrl } from '../src/config.js';
+import { createLogger } from '../src/logger.js';
+import { openStore } from '../src/store/open.js';
+import { issueToken } from '../src/tokens.js';
+
+export const USERS = 20;
+export const BENCH_USER = userName(0);
+export function userName(i: number): string {
+  return `user-${String(i).padStart(2, '0')}`;
+}
+
+/** Plant i belongs to user i mod 20, so every user's plants are spread through the whole store. */
+const plantOf = (i: number) => ({ owner: userName(i % USERS), id: i, name: `plant ${i}`, tag: i % 3 === 0 ? 'indoor' : null });
+
+/** Runs the store's own migrations, then issues the bench user's token; returns the token secret. */
+async function prepareStore(databaseUrl: string): Promise<string> {
+  const store = await openStore(parseDatabaseUrl(databaseUrl), { logger: createLogger('silent'), poolSize: 1, startupTimeoutMs: 5000 });
+  try {
+    return (await issueToken(store, { user: BENCH_USER, name: 'bench' })).secret;
+  } finally {
+    await store.close();
+  }
+}
+
+export async function seedSqlite(path: string, plants: number): Promise<string> {
+  const token = await prepareStore(`sqlite:${path}`);
+  const db = new Database(path);
+  db.pragma('synchronous = OFF'); // seeding only; the server reopens with FULL
+  const insert = db.prepare('INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?)');
+  db.transaction(() => {
+    for (let i = 0; i < plants; i++) {
+      const p = plantOf(i);
+      insert.run(p.owner, p.id, p.name, p.tag);
+    }
+  })();
+  db.exec('ANALYZE');
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.close();
+  return token;
+}
+
+/** Seeds a fresh schema in the given database; returns the URL that selects it and the token. */
+export async function seedPostgres(baseUrl: string, schema: string, plants: number): Promise<{ url: string; token: string }> {
+  const admin = new pg.Client({ connectionString: baseUrl });
+  await admin.connect();
+  try {
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await admin.query(`CREATE SCHEMA ${schema}`);
+  } finally {
+    await admin.end();
+  }
+  const u = new URL(baseUrl);
+  u.searchParams.set('options', `-c search_path=${schema}`);
+  const url = u.toString();
+  const token = await prepareStore(url);
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(
+      `INSERT INTO plants (owner, id, name, tag)
+       SELECT 'user-' || lpad((i % ${USERS})::text, 2, '0'), i, 'plant ' || i, CASE WHEN i % 3 = 0 THEN 'indoor' END
+       FROM generate_series(0, $1 - 1) AS i`,
+      [plants],
+    );
+    await client.query('ANALYZE plants');
+  } finally {
+    await client.end();
+  }
+  return { url, token };
+}
+
+export async function dropPostgresSchema(baseUrl: string, schema: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: baseUrl });
+  await admin.connect();
+  await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).finally(() => admin.end());
+}
+
+/** The same plants as a json-server database file (json-server needs a globally unique id). */
+export function writeJsonServerDb(path: string, plants: number): void {
+  const rows = Array.from({ length: plants }, (_, i) => {
+    const { tag, ...p } = plantOf(i);
+    return tag === null ? p : { ...p, tag };
+  });
+  writeFileSync(path, JSON.stringify({ plants: rows }));
+}

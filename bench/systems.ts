@@ -1,0 +1,108 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+const root = (path: string) => fileURLToPath(new URL(`../${path}`, import.meta.url));
+
+export interface System {
+  readonly name: string;
+  readonly url: string;
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+async function spawnUntil(name: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr?.on('data', (d) => (err += d));
+  const match = await new Promise<RegExpExecArray>((resolve, reject) => {
+    child.stdout?.on('data', (d) => {
+      out += d;
+      const m = ready.exec(out);
+      if (m) resolve(m);
+    });
+    child.once('exit', (code) => reject(new Error(`${name} exited with ${code} before it was ready:\n${err}${out}`)));
+  });
+  child.stdout?.resume();
+  return { child, match };
+}
+
+function stopper(child: ChildProcess): () => Promise<void> {
+  return async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+  };
+}
+
+async function freePort(): Promise<number> {
+  const probe = createServer().listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+async function untilAnswers(url: string, child: ChildProcess, what: string): Promise<void> {
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode}`);
+    if (await fetch(url).then((r) => r.ok, () => false)) return;
+    if (i > 600) throw new Error(`${what} did not start within a minute`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * plantstore as users run it: the compiled CLI, `serve`, default settings but for the store and port.
+ * Its log goes to a file, as in production, not to a pipe this busy process would have to drain.
+ */
+export async function startPlantstore(name: string, databaseUrl: string, logFile: string, env: NodeJS.ProcessEnv = {}): Promise<System> {
+  const port = await freePort();
+  const log = openSync(logFile, 'a');
+  const child = spawn(process.execPath, [root('bin/plantstore.js'), 'serve', '--port', String(port)], {
+    env: { ...process.env, DATABASE_URL: databaseUrl, ...env },
+    stdio: ['ignore', log, log],
+  });
+  closeSync(log);
+  const url = `http://127.0.0.1:${port}`;
+  await untilAnswers(`${url}/readyz`, child, name);
+  return { name, url, pid: child.pid as number, stop: stopper(child) };
+}
+
+export async function startBare(responses: object): Promise<System> {
+  const { child, match } = await spawnUntil('bare', [root('bench/bare-server.mjs')], { BARE_RESPONSES: JSON.stringify(responses) }, /\{"port":(\d+)\}/);
+  return { name: 'bare node:http', url: `http://127.0.0.1:${match[1]}`, pid: child.pid as number, stop: stopper(child) };
+}
+
+/** json-server 0.17, the mock users pick today, serving `dbFile`, request logging off. */
+export async function startJsonServer(dbFile: string): Promise<System> {
+  // json-server cannot report a port the system picked, so one is picked here.
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [root('node_modules/json-server/lib/cli/bin.js'), '--host', '127.0.0.1', '--port', String(port), '--quiet', dbFile],
+    { stdio: 'ignore' },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  await untilAnswers(`${url}/plants?_limit=1`, child, 'json-server');
+  return { name: 'json-server 0.17', url, pid: child.pid as number, stop: stopper(child) };
+}
+
+/** Peak resident memory of a process since the last reset, in MB (Linux /proc). */
+export function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1]);
+  return Math.round(kb / 1024);
+}
+
+/** Resets the peak so the next reading covers one scenario only (Linux ≥ 4.0). */
+export function resetPeakRss(pid: number): void {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  } catch {
+    // Not permitted here: the reading then covers the process's whole life, which is still an upper bound.
+  }
+}

@@ -19,6 +19,7 @@ export async function serve(config: Config): Promise<FastifyInstance> {
     poolSize: config.databasePoolSize,
     startupTimeoutMs: config.databaseStartupTimeoutMs,
     listCachePlants: config.listCachePlants,
+    server: true,
   });
   const app = await buildApp({ store, logger, accessLog: config.accessLog });
   // app.close() runs onClose hooks after in-flight requests are answered; the store closes last.

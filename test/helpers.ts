@@ -109,29 +109,32 @@ export async function testDatabase(t: TestContext): Promise<TestDatabase> {
 
 export interface TestStore extends TestDatabase {
   readonly store: Store;
-  /** Opens another, independent handle on the same database (a restart, another instance). */
+  /** Opens another, independent handle on the same database, as the CLI (or, on PostgreSQL, another instance) does. */
   reopen(): Promise<Store>;
 }
 
 export async function testStore(t: TestContext): Promise<TestStore> {
   const db = await testDatabase(t);
   const handles: Store[] = [];
-  const open = async () => {
+  const open = async (server: boolean) => {
     const store = await openStore(db.config, {
       logger: silentLogger,
       poolSize: 5,
       startupTimeoutMs: 5000,
       queryTimeoutMs: TEST_QUERY_TIMEOUT_MS,
       listCachePlants: 100_000, // as in production, so every list test also checks the cache's invalidation
+      server,
     });
     handles.push(store);
     return store;
   };
-  const store = await open();
+  // The first handle is the server's (on SQLite: the server lock and the page cache); later ones are
+  // opened as the CLI or another process would.
+  const store = await open(true);
   t.after(async () => {
     for (const h of handles) await h.close();
   });
-  return { ...db, store, reopen: open };
+  return { ...db, store, reopen: () => open(false) };
 }
 
 export interface TokenOptions {

@@ -12,6 +12,8 @@ export interface OpenOptions {
   readonly queryTimeoutMs?: number;
   /** SQLite: plants kept in the page cache; 0 turns it off. PostgreSQL has none (see README). */
   readonly listCachePlants?: number;
+  /** Opened by a server: SQLite then takes the one-server-per-store lock (and may cache pages). */
+  readonly server?: boolean;
 }
 
 /** The one place a backend is chosen (used by server.ts, cli.ts and the test helper). */
@@ -21,6 +23,7 @@ export async function openStore(database: DatabaseConfig, options: OpenOptions):
       return openSqliteStore(database.path, {
         ...(options.queryTimeoutMs === undefined ? {} : { busyTimeoutMs: options.queryTimeoutMs }),
         cachePlants: options.listCachePlants ?? 0,
+        server: options.server ?? false,
       });
     case 'postgres':
       return openPostgresStore({ url: database.url, ...options });

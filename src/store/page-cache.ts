@@ -9,9 +9,9 @@ interface Entry {
 /**
  * Pages of plant lists kept in memory, so reading the same page again costs no query. Never stale:
  * a page is served only if no plant of its owner (for an admin page: of anyone) was written after
- * the page was read. The owning store reports its own writes with `wrote()` and clears the cache when
- * it sees another connection commit. Bounded by the number of plants held, least recently used first
- * out.
+ * the page was read. The owning store reports every write with `wrote()`, so it must be the only
+ * writer of plants (the SQLite server lock sees to that). Bounded by the number of plants held, least
+ * recently used first out.
  */
 export class PageCache {
   readonly #maxPlants: number;

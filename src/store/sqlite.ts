@@ -58,10 +58,40 @@ export interface SqliteOptions {
   readonly busyTimeoutMs?: number;
   /** Plants kept in the page cache (see page-cache.ts); 0 turns it off. */
   readonly cachePlants?: number;
+  /** Take the server lock: one server per store (the CLI may still open it). */
+  readonly server?: boolean;
 }
 
-export function openSqliteStore(path: string, { busyTimeoutMs = BUSY_TIMEOUT_MS, cachePlants = 0 }: SqliteOptions = {}): Store {
+export class StoreLockedError extends Error {}
+
+/**
+ * One server per SQLite store. Its writes are then the only writes to plants (the CLI writes tokens
+ * only), which is what lets the page cache invalidate exactly without asking SQLite on every read;
+ * several instances belong on PostgreSQL. The lock is SQLite's own exclusive lock on a sibling file,
+ * held as long as the connection is open: the operating system releases it however the process ends,
+ * kill -9 included, so a crash never leaves a stale lock behind.
+ */
+function takeServerLock(path: string): Database.Database {
+  const lockPath = `${path}.lock`;
+  const lock = new Database(lockPath);
+  try {
+    lock.pragma('locking_mode = EXCLUSIVE');
+    lock.exec('BEGIN EXCLUSIVE');
+    return lock;
+  } catch (error) {
+    lock.close();
+    if ((error as { code?: unknown }).code !== 'SQLITE_BUSY') throw error;
+    throw new StoreLockedError(
+      `another plantstore server is serving ${path} (it holds ${lockPath}); stop it first, or use PostgreSQL to run several instances`,
+    );
+  }
+}
+
+export function openSqliteStore(path: string, { busyTimeoutMs = BUSY_TIMEOUT_MS, cachePlants = 0, server = false }: SqliteOptions = {}): Store {
   mkdirSync(dirname(path), { recursive: true });
+  const lock = server ? takeServerLock(path) : undefined;
+  // Without the server lock, another process may write plants, so this handle keeps no page cache.
+  const cache = new PageCache(server ? cachePlants : 0);
   const db = new Database(path);
   try {
     const mode = db.pragma('journal_mode = WAL', { simple: true });
@@ -70,9 +100,10 @@ export function openSqliteStore(path: string, { busyTimeoutMs = BUSY_TIMEOUT_MS,
     db.pragma('synchronous = FULL');
     db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     migrate(db);
-    return new SqliteStore(db, new PageCache(cachePlants));
+    return new SqliteStore(db, cache, lock);
   } catch (error) {
     db.close();
+    lock?.close();
     throw error;
   }
 }
@@ -98,8 +129,7 @@ class SqliteStore implements Store {
   readonly backend = 'sqlite';
   readonly #db: Database.Database;
   readonly #cache: PageCache;
-  readonly #dataVersion: Database.Statement<[], number>;
-  #seenDataVersion: number;
+  readonly #lock: Database.Database | undefined;
   #queue: QueuedWrite[] = [];
   readonly #commitQueue: () => void;
 
@@ -112,12 +142,10 @@ class SqliteStore implements Store {
   readonly #tokens: Database.Statement<[], TokenRow>;
   readonly #revokeToken: Database.Statement<[number, number]>;
 
-  constructor(db: Database.Database, cache: PageCache) {
+  constructor(db: Database.Database, cache: PageCache, lock: Database.Database | undefined) {
     this.#db = db;
     this.#cache = cache;
-    // Changes when another connection (another process on this file) commits; never for our own writes.
-    this.#dataVersion = db.prepare('PRAGMA data_version').pluck() as Database.Statement<[], number>;
-    this.#seenDataVersion = this.#dataVersion.get() as number;
+    this.#lock = lock;
     this.#insertPlant = db.prepare(
       'INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING',
     );
@@ -188,11 +216,6 @@ class SqliteStore implements Store {
 
   async listPlants(query: ListQuery): Promise<PlantPage> {
     if (!this.#cache.enabled) return this.#readPage(query);
-    const dataVersion = this.#dataVersion.get() as number;
-    if (dataVersion !== this.#seenDataVersion) {
-      this.#seenDataVersion = dataVersion;
-      this.#cache.clear();
-    }
     const key = this.#cache.key(query);
     const cached = this.#cache.get(query, key);
     if (cached) return cached;
@@ -249,6 +272,7 @@ class SqliteStore implements Store {
     if (!this.#db.open) return;
     if (this.#queue.length > 0) this.#commitQueue();
     this.#db.close();
+    this.#lock?.close();
   }
 }
 

@@ -144,9 +144,21 @@ async function migrate(pool: pg.Pool): Promise<void> {
   }
 }
 
+interface PendingCreate {
+  readonly owner: string;
+  readonly plant: NewPlant;
+  resolve(outcome: CreateOutcome): void;
+  reject(error: unknown): void;
+}
+
+/** Rows per INSERT: large enough to share one commit widely, small enough to keep a statement quick. */
+const MAX_BATCH = 500;
+
 class PostgresStore implements Store {
   readonly backend = 'postgres';
   readonly #pool: pg.Pool;
+  #pending: PendingCreate[] = [];
+  readonly #inFlight = new Set<Promise<void>>();
 
   constructor(pool: pg.Pool) {
     this.#pool = pool;
@@ -161,22 +173,66 @@ class PostgresStore implements Store {
     }
   }
 
-  async createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome> {
-    const id = plant.id.toString();
-    // Usually one round trip. On a conflict, the row is read in a new statement: under READ COMMITTED
-    // it sees the concurrent insert that ON CONFLICT waited for. If that row is deleted in between,
-    // the insert is tried again.
-    for (;;) {
-      const inserted = await this.#query(
-        'plant_insert',
-        'INSERT INTO plants (owner, id, name, tag) VALUES ($1, $2, $3, $4) ON CONFLICT (owner, id) DO NOTHING',
-        [owner, id, plant.name, plant.tag ?? null],
+  /**
+   * Group commit, as in the SQLite store: creates that arrive during one turn of the event loop go to
+   * PostgreSQL as one multi-row INSERT, one round trip and one commit for all of them, and each caller
+   * is answered after that commit.
+   */
+  createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome> {
+    return new Promise((resolve, reject) => {
+      if (this.#pending.push({ owner, plant, resolve, reject }) === 1) setImmediate(this.#flush);
+    });
+  }
+
+  readonly #flush = (): void => {
+    const pending = this.#pending;
+    this.#pending = [];
+    for (let i = 0; i < pending.length; i += MAX_BATCH) {
+      const batch = pending.slice(i, i + MAX_BATCH);
+      const done = this.#insertBatch(batch).then(
+        (outcomes) => batch.forEach((c, j) => c.resolve(outcomes[j] as CreateOutcome)),
+        (error) => batch.forEach((c) => c.reject(error)),
       );
-      if (inserted.rowCount === 1) return 'created';
-      const found = await this.#query<PlantRow>('plant_find', 'SELECT name, tag FROM plants WHERE owner = $1 AND id = $2', [owner, id]);
-      const stored = found.rows[0];
-      if (stored) return samePlant(plantOfColumns(stored), plantOf(plant)) ? 'replayed' : 'conflict';
+      this.#inFlight.add(done);
+      void done.finally(() => this.#inFlight.delete(done));
     }
+  };
+
+  async #insertBatch(batch: PendingCreate[]): Promise<CreateOutcome[]> {
+    const key = (owner: string, id: string) => `${id}\u0000${owner}`;
+    const owners = batch.map((c) => c.owner);
+    const ids = batch.map((c) => c.plant.id.toString());
+    const { rows: inserted } = await this.#query<{ owner: string; id: string }>(
+      'plant_insert_batch',
+      `INSERT INTO plants (owner, id, name, tag)
+       SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[])
+       ON CONFLICT (owner, id) DO NOTHING RETURNING owner, id`,
+      [owners, ids, batch.map((c) => c.plant.name), batch.map((c) => c.plant.tag ?? null)],
+    );
+    const created = new Set(inserted.map((r) => key(r.owner, r.id)));
+    const keys = batch.map((c, i) => key(c.owner, ids[i] as string));
+    const copies = new Map<string, number>();
+    for (const k of keys) copies.set(k, (copies.get(k) ?? 0) + 1);
+    // Created and alone in the batch: done. Otherwise the stored row decides replay or conflict. It is
+    // read in a new statement, so READ COMMITTED sees a concurrent insert that ON CONFLICT waited for.
+    const unsure = keys.flatMap((k, i) => (created.has(k) && copies.get(k) === 1 ? [] : [i]));
+    const outcomes: CreateOutcome[] = batch.map(() => 'created');
+    if (unsure.length === 0) return outcomes;
+    const { rows } = await this.#query<PlantRow & { owner: string; id: string }>(
+      'plant_find_batch',
+      `SELECT owner, id, name, tag FROM plants
+       WHERE (owner, id) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))`,
+      [unsure.map((i) => owners[i]), unsure.map((i) => ids[i])],
+    );
+    const stored = new Map(rows.map((r) => [key(r.owner, r.id), plantOfColumns(r)]));
+    for (const i of unsure) {
+      const item = batch[i] as PendingCreate;
+      const found = stored.get(keys[i] as string);
+      // Deleted between the insert and the read: try this one again, alone.
+      outcomes[i] = found === undefined ? await this.#insertBatch([item]).then((o) => o[0] as CreateOutcome)
+        : samePlant(found, plantOf(item.plant)) ? 'replayed' : 'conflict';
+    }
+    return outcomes;
   }
 
   async listPlants({ owner, tag, after = 0, limit }: ListQuery): Promise<PlantPage> {
@@ -232,6 +288,8 @@ class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    if (this.#pending.length > 0) this.#flush();
+    await Promise.all(this.#inFlight);
     if (!this.#pool.ended) await this.#pool.end();
   }
 }

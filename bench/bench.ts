@@ -78,17 +78,18 @@ async function load(target: Target, seconds: number): Promise<void> {
 
 /** Warms every target up, then runs the rounds with the targets taking turns. */
 async function scenario(title: string, targets: Target[]): Promise<void> {
-  process.stderr.write(`${title}: `);
+  process.stderr.write(`${title}\n`);
   for (const t of targets) if (t.system.name.startsWith('plantstore')) resetPeakRss(t.system.pid);
   for (const t of targets) await load(t, WARMUP_S);
   for (let round = 0; round < ROUNDS; round++) {
+    const line = [];
     for (const t of targets) {
       await load(t, DURATION_S);
-      process.stderr.write('.');
+      line.push(`${t.system.name} ${Math.round(t.results.at(-1)?.rps ?? 0)}`);
     }
+    process.stderr.write(`  round ${round + 1}: ${line.join(', ')} req/s\n`);
   }
   for (const t of targets) if (t.system.name.startsWith('plantstore')) t.rssMb = peakRssMb(t.system.pid);
-  process.stderr.write('\n');
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;

@@ -3,7 +3,7 @@
 // Loads each system on loopback with autocannon and prints one table: requests/s, p50 and p99 latency,
 // the ratio to the reference, and plantstore's peak RSS. Systems take turns (A B A B …) and each number
 // is the median of the rounds, because these machines are shared and noisy. Never part of npm test.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -164,6 +164,9 @@ async function main(): Promise<void> {
     const large = join(dir, 'large.db');
     const smallToken = await seedSqlite(small, SMALL);
     const largeToken = await seedSqlite(large, LARGE);
+    // One server per SQLite store: every other server gets a copy (same plants, same token).
+    for (const copy of ['nocache', 's3', 's3-nocache']) copyFileSync(small, `${small}.${copy}`);
+    copyFileSync(large, `${large}.nocache`);
     writeJsonServerDb(join(dir, 'json-server.json'), SMALL);
     let pgSmall: { url: string; token: string } | undefined;
     let pgLarge: { url: string; token: string } | undefined;
@@ -181,14 +184,10 @@ async function main(): Promise<void> {
     };
     const log = (name: string) => join(dir, `${name}.log`);
     const sqliteSmall = await start(startPlantstore('plantstore sqlite', `sqlite:${small}`, log('sqlite-small')));
-    const sqliteLarge = await start(startPlantstore('plantstore sqlite 1M', `sqlite:${large}`, log('sqlite-large')));
-    // The same stores again with the page cache off: the cost of a query per request, and (scenario 3)
-    // whether the indexes keep that cost flat as the store grows.
+    // The same store with the page cache off: the cost of a query per request.
     const noCache = { LIST_CACHE_PLANTS: '0' };
-    const sqliteSmallNoCache = await start(startPlantstore('plantstore sqlite, no cache', `sqlite:${small}`, log('sqlite-small-nc'), noCache));
-    const sqliteLargeNoCache = await start(startPlantstore('plantstore sqlite 1M, no cache', `sqlite:${large}`, log('sqlite-large-nc'), noCache));
+    const sqliteSmallNoCache = await start(startPlantstore('plantstore sqlite, no cache', `sqlite:${small}.nocache`, log('sqlite-small-nc'), noCache));
     const postgresSmall = pgSmall && (await start(startPlantstore('plantstore postgres', pgSmall.url, log('pg-small'))));
-    const postgresLarge = pgLarge && (await start(startPlantstore('plantstore postgres 1M', pgLarge.url, log('pg-large'))));
 
     // The bare server answers the very bytes plantstore answers, so only the work behind them differs.
     const listPath = '/plants?limit=20';
@@ -227,14 +226,26 @@ async function main(): Promise<void> {
       { scenario: '', target: list.json, reference: list.bare, referenceName: 'bare' },
     );
 
+    // Scenario 3 compares store sizes with processes of the same history: all started fresh here (a
+    // process that served scenario 1 for minutes is warmer than one that has not), with the cache on
+    // and off, the latter showing that the indexes keep a query's cost flat as the store grows.
+    await sqliteSmallNoCache.stop();
+    const s3Systems = {
+      small: await start(startPlantstore('plantstore sqlite 10k', `sqlite:${small}.s3`, log('s3-small'))),
+      large: await start(startPlantstore('plantstore sqlite 1M', `sqlite:${large}`, log('s3-large'))),
+      smallNoCache: await start(startPlantstore('plantstore sqlite 10k, no cache', `sqlite:${small}.s3-nocache`, log('s3-small-nc'), noCache)),
+      largeNoCache: await start(startPlantstore('plantstore sqlite 1M, no cache', `sqlite:${large}.nocache`, log('s3-large-nc'), noCache)),
+      pgSmall: pgSmall && (await start(startPlantstore('plantstore postgres 10k', pgSmall.url, log('s3-pg-small')))),
+      pgLarge: pgLarge && (await start(startPlantstore('plantstore postgres 1M', pgLarge.url, log('s3-pg-large')))),
+    };
     const s3 = '3. the same on 1M plants';
     const scale = {
-      small: target(sqliteSmall, 'list', smallToken),
-      large: target(sqliteLarge, 'list', largeToken),
-      smallNoCache: target(sqliteSmallNoCache, 'list', smallToken),
-      largeNoCache: target(sqliteLargeNoCache, 'list', largeToken),
-      pgSmall: postgresSmall && pgSmall ? target(postgresSmall, 'list', pgSmall.token) : undefined,
-      pgLarge: postgresLarge && pgLarge ? target(postgresLarge, 'list', pgLarge.token) : undefined,
+      small: target(s3Systems.small, 'list', smallToken),
+      large: target(s3Systems.large, 'list', largeToken),
+      smallNoCache: target(s3Systems.smallNoCache, 'list', smallToken),
+      largeNoCache: target(s3Systems.largeNoCache, 'list', largeToken),
+      pgSmall: s3Systems.pgSmall && pgSmall ? target(s3Systems.pgSmall, 'list', pgSmall.token) : undefined,
+      pgLarge: s3Systems.pgLarge && pgLarge ? target(s3Systems.pgLarge, 'list', pgLarge.token) : undefined,
     };
     await scenario(s3, [
       scale.small, scale.large, scale.smallNoCache, scale.largeNoCache,
@@ -249,9 +260,8 @@ async function main(): Promise<void> {
         ? [{ scenario: '', target: scale.pgSmall }, { scenario: '', target: scale.pgLarge, reference: scale.pgSmall, referenceName: '10k' }]
         : []),
     );
+    for (const system of Object.values(s3Systems)) await system?.stop(); // less competition for the CPU
 
-    await sqliteSmallNoCache.stop(); // only one process writes the store in the create scenario
-    await sqliteLargeNoCache.stop();
     const s2 = '2. POST /plants, unique ids, durable';
     const create = {
       bare: target(bare, 'create'),

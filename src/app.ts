@@ -1,26 +1,30 @@
 import { randomBytes } from 'node:crypto';
+import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { DEFAULTS, type Config } from './config.js';
 import type { Store } from './store/store.js';
-import { drainConnectionsOnClose } from './http/drain.js';
 import { ApiError, clientErrorHandler, ERRORS, toApiError } from './http/errors.js';
-import { BODY_LIMIT_BYTES, registerJsonParser } from './http/json.js';
+import { healthRoutes } from './http/health.js';
+import { registerJsonParser } from './http/json.js';
+import { manageLifecycle } from './http/lifecycle.js';
 import { trackAllowedMethods } from './http/methods.js';
 import { openApi } from './http/openapi.js';
-import { healthRoutes } from './http/health.js';
 import { plantRoutes } from './http/plants.js';
 import { strictQueryIntegers } from './http/query.js';
+import { AuthFailureLimit, TokenRateLimit } from './http/rate-limit.js';
 import { addSharedSchemas } from './http/schemas.js';
 
-export interface AppOptions {
+/** The settings the HTTP layer uses; every one has the default of the configuration table. */
+export type HttpSettings = Pick<
+  Config,
+  | 'accessLog' | 'maxBodySize' | 'maxHeaderSize' | 'maxUrlLength' | 'maxJsonDepth' | 'maxConnections'
+  | 'requestTimeoutMs' | 'trustProxy' | 'corsOrigins' | 'authFailureLimit' | 'rateLimit'
+>;
+
+export interface AppOptions extends Partial<HttpSettings> {
   readonly store: Store;
   readonly logger: FastifyBaseLogger;
-  /** A request must arrive whole within this time, or it is answered 408 and the connection closed. */
-  readonly requestTimeoutMs?: number;
-  /** One log line per request (see logAccess). Off by default: it costs about 5 µs of CPU per request. */
-  readonly accessLog?: boolean;
 }
-
-export const REQUEST_TIMEOUT_MS = 30_000;
 
 const REQUEST_ID_PREFIX = randomBytes(6).toString('base64url');
 let requestCount = 0;
@@ -45,7 +49,8 @@ function logAccess(request: FastifyRequest, reply: FastifyReply, done: () => voi
   done();
 }
 
-export async function buildApp({ store, logger, requestTimeoutMs = REQUEST_TIMEOUT_MS, accessLog = false }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ store, logger, ...overrides }: AppOptions): Promise<FastifyInstance> {
+  const settings: HttpSettings = { ...DEFAULTS, ...overrides };
   const app = Fastify({
     loggerInstance: logger,
     // Fastify would log two lines per request (received, completed); with ACCESS_LOG=on, logAccess
@@ -53,14 +58,16 @@ export async function buildApp({ store, logger, requestTimeoutMs = REQUEST_TIMEO
     logController: new LogController({ disableRequestLogging: true }),
     // Unique across instances and restarts (a random prefix per process), cheaper than a UUID each.
     genReqId: () => `${REQUEST_ID_PREFIX}-${(++requestCount).toString(36)}`,
+    trustProxy: settings.trustProxy,
     // Fastify's default request timeout is 0 (none), which lets a slow client hold a connection forever.
-    requestTimeout: requestTimeoutMs,
+    requestTimeout: settings.requestTimeoutMs,
     http: {
-      headersTimeout: requestTimeoutMs,
+      headersTimeout: settings.requestTimeoutMs,
       // Node checks these timeouts on this interval (default 30 s), so it bounds how late they fire.
-      connectionsCheckingInterval: Math.min(1000, requestTimeoutMs / 4),
+      connectionsCheckingInterval: Math.min(1000, settings.requestTimeoutMs / 4),
+      maxHeaderSize: settings.maxHeaderSize,
     },
-    bodyLimit: BODY_LIMIT_BYTES,
+    bodyLimit: settings.maxBodySize,
     clientErrorHandler,
     // During shutdown Fastify would answer requests on already-open connections with a 503 of its own
     // body shape. Serving them (with Connection: close) is what clients want; new connections are
@@ -76,21 +83,42 @@ export async function buildApp({ store, logger, requestTimeoutMs = REQUEST_TIMEO
       },
     },
   });
+  // Connections beyond this are closed by Node as soon as they are accepted.
+  app.server.maxConnections = settings.maxConnections;
 
-  registerJsonParser(app);
+  registerJsonParser(app, { maxDepth: settings.maxJsonDepth });
   app.setErrorHandler(sendError);
   app.setNotFoundHandler(() => {
     throw new ApiError(ERRORS.routeNotFound);
   });
-
-  if (accessLog) app.addHook('onResponse', logAccess);
-  drainConnectionsOnClose(app);
+  app.addHook('onRequest', (request, _reply, done) => {
+    done(request.url.length > settings.maxUrlLength ? new ApiError(ERRORS.urlTooLong) : undefined);
+  });
+  if (settings.accessLog) app.addHook('onResponse', logAccess);
+  const lifecycle = manageLifecycle(app);
+  const cross = settings.corsOrigins.length > 0;
+  if (cross) {
+    await app.register(cors, {
+      origin: [...settings.corsOrigins],
+      methods: ['GET', 'POST', 'DELETE'],
+      allowedHeaders: ['Authorization', 'Content-Type'],
+      exposedHeaders: ['Link', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'WWW-Authenticate'],
+      maxAge: 600,
+    });
+  }
   addSharedSchemas(app);
   strictQueryIntegers(app);
-  const addMethodNotAllowedRoutes = trackAllowedMethods(app);
+  // With CORS on, OPTIONS is the preflight, answered by @fastify/cors rather than 405.
+  const addMethodNotAllowedRoutes = trackAllowedMethods(app, cross ? ['OPTIONS'] : []);
   await openApi(app);
-  await app.register(plantRoutes, { store });
-  await app.register(healthRoutes, { store });
+  await app.register(plantRoutes, {
+    store,
+    limits: {
+      failures: settings.authFailureLimit ? new AuthFailureLimit(store, settings.authFailureLimit) : undefined,
+      tokenRate: settings.rateLimit ? new TokenRateLimit(store, settings.rateLimit) : undefined,
+    },
+  });
+  await app.register(healthRoutes, { store, lifecycle });
   await app.after();
   addMethodNotAllowedRoutes();
   return app;

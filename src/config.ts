@@ -1,7 +1,17 @@
+import { isIP } from 'node:net';
 import { isAbsolute, resolve } from 'node:path';
 import { parseDuration } from './domain/duration.js';
 
 export type DatabaseConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
+
+/** At most `limit` events per `windowMs`, counted in fixed windows. */
+export interface Rate {
+  readonly limit: number;
+  readonly windowMs: number;
+}
+
+/** Fastify's trustProxy: false, or the proxies' addresses/CIDRs (and proxy-addr's named ranges). */
+export type TrustProxy = false | string;
 
 export interface Config {
   readonly port: number;
@@ -12,7 +22,17 @@ export interface Config {
   readonly databaseStartupTimeoutMs: number;
   readonly listCachePlants: number;
   readonly accessLog: boolean;
-  readonly rateLimit: 'off';
+  readonly maxBodySize: number;
+  readonly maxHeaderSize: number;
+  readonly maxUrlLength: number;
+  readonly maxJsonDepth: number;
+  readonly maxConnections: number;
+  readonly requestTimeoutMs: number;
+  readonly drainTimeoutMs: number;
+  readonly trustProxy: TrustProxy;
+  readonly corsOrigins: readonly string[];
+  readonly authFailureLimit: Rate | null;
+  readonly rateLimit: Rate | null;
 }
 
 export class ConfigError extends Error {}
@@ -121,18 +141,101 @@ export const OPTIONS = [
       return value === 'on';
     },
   } satisfies Option<'accessLog'>,
+  integerOption('maxBodySize', 'MAX_BODY_SIZE', '65536', 'Largest request body in bytes (larger: 413)', 1, 10 * 1024 * 1024),
+  integerOption('maxHeaderSize', 'MAX_HEADER_SIZE', '16384', 'Largest request line plus headers in bytes (larger: 431)', 1024, 1024 * 1024),
+  integerOption('maxUrlLength', 'MAX_URL_LENGTH', '4096', 'Longest request URL in characters (longer: 414)', 64, 1024 * 1024),
+  integerOption('maxJsonDepth', 'MAX_JSON_DEPTH', '32', 'Deepest nesting of arrays and objects in a JSON body (deeper: 400)', 1, 1000),
+  integerOption('maxConnections', 'MAX_CONNECTIONS', '4096', 'Open connections at most; further ones are closed at once', 1, 1_000_000),
+  durationOption('requestTimeoutMs', 'REQUEST_TIMEOUT', '30s', 'A request (headers and body) must arrive within this time (else 408, connection closed)'),
+  durationOption('drainTimeoutMs', 'DRAIN_TIMEOUT', '10s', 'On SIGTERM/SIGINT, how long in-flight requests may finish before their connections are closed'),
+  {
+    key: 'trustProxy',
+    env: 'TRUST_PROXY',
+    flag: 'trust-proxy',
+    default: 'off',
+    help: 'Proxies whose X-Forwarded-For names the client: off, or comma-separated addresses/CIDRs (loopback, uniquelocal also)',
+    parse(value: string): TrustProxy {
+      if (value === 'off') return false;
+      const valid = (entry: string) => {
+        if (['loopback', 'linklocal', 'uniquelocal'].includes(entry)) return true;
+        const [address = '', prefix] = entry.split('/');
+        return isIP(address) !== 0 && (prefix === undefined || /^\d{1,3}$/.test(prefix));
+      };
+      if (value.split(',').every((e) => valid(e.trim()))) return value;
+      throw new ConfigError(`TRUST_PROXY must be off or comma-separated proxy addresses/CIDRs, got "${value}"`);
+    },
+  } satisfies Option<'trustProxy'>,
+  {
+    key: 'corsOrigins',
+    env: 'CORS_ORIGINS',
+    flag: 'cors-origins',
+    default: '',
+    help: 'Comma-separated origins (https://app.example) allowed to call from browsers; empty: CORS off',
+    parse(value: string): string[] {
+      const origins = value.split(',').map((o) => o.trim()).filter(Boolean);
+      for (const o of origins) {
+        if (!/^https?:\/\/[^/\s]+$/.test(o)) throw new ConfigError(`CORS_ORIGINS: "${o}" is not an origin like https://app.example`);
+      }
+      return origins;
+    },
+  } satisfies Option<'corsOrigins'>,
+  {
+    key: 'authFailureLimit',
+    env: 'AUTH_FAILURE_LIMIT',
+    flag: 'auth-failure-limit',
+    default: '60/minute',
+    help: 'Failed authentications per client address before 429 (N/second, N/minute, N/hour, or off)',
+    parse: (value: string) => parseRate('AUTH_FAILURE_LIMIT', value),
+  } satisfies Option<'authFailureLimit'>,
   {
     key: 'rateLimit',
     env: 'RATE_LIMIT',
     flag: 'rate-limit',
     default: 'off',
-    help: 'Per-token request rate limit; only "off" for now',
-    parse(value: string): 'off' {
-      if (value !== 'off') throw new ConfigError(`RATE_LIMIT: only "off" is supported in this version, got "${value}"`);
-      return value;
-    },
+    help: 'Requests per token before 429 (N/second, N/minute, N/hour, or off); shared by all instances',
+    parse: (value: string) => parseRate('RATE_LIMIT', value),
   } satisfies Option<'rateLimit'>,
 ] as const;
+
+function integerOption<K extends keyof Config>(key: K, env: string, def: string, help: string, min: number, max: number): Option<K> {
+  return {
+    key,
+    env,
+    flag: env.toLowerCase().replaceAll('_', '-'),
+    default: def,
+    help,
+    parse(value: string) {
+      const n = /^\d{1,10}$/.test(value) ? Number(value) : NaN;
+      if (!(n >= min && n <= max)) throw new ConfigError(`${env} must be a whole number from ${min} to ${max}, got "${value}"`);
+      return n as Config[K];
+    },
+  };
+}
+
+function durationOption<K extends keyof Config>(key: K, env: string, def: string, help: string): Option<K> {
+  return {
+    key,
+    env,
+    flag: env.toLowerCase().replaceAll('_', '-'),
+    default: def,
+    help,
+    parse(value: string) {
+      const ms = parseDuration(value);
+      if (ms === null) throw new ConfigError(`${env} must look like 30s or 2m, got "${value}"`);
+      return ms as Config[K];
+    },
+  };
+}
+
+const RATE = /^([1-9]\d{0,8})\/(second|minute|hour)$/;
+const WINDOW_MS = { second: 1000, minute: 60_000, hour: 3_600_000 } as const;
+
+export function parseRate(name: string, value: string): Rate | null {
+  if (value === 'off') return null;
+  const m = RATE.exec(value);
+  if (!m) throw new ConfigError(`${name} must look like 600/minute (or N/second, N/hour) or be off, got "${value}"`);
+  return { limit: Number(m[1]), windowMs: WINDOW_MS[m[2] as keyof typeof WINDOW_MS] };
+}
 
 export function parseDatabaseUrl(value: string): DatabaseConfig {
   if (value.startsWith('sqlite:')) {
@@ -155,6 +258,9 @@ export function loadConfig(flags: Readonly<Record<string, string | undefined>> =
   });
   return Object.fromEntries(entries) as unknown as Config;
 }
+
+/** Every setting at its default, from the table above; the HTTP layer's defaults come from here. */
+export const DEFAULTS: Config = loadConfig({}, {});
 
 /** Only the database settings, for commands that need nothing else (token, migrate). */
 export function loadDatabaseConfig(

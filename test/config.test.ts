@@ -13,7 +13,17 @@ test('defaults: port 8080 on 127.0.0.1, info logs, ./data/plantstore.db, rate li
     databaseStartupTimeoutMs: 30_000,
     listCachePlants: 100_000,
     accessLog: false,
-    rateLimit: 'off',
+    maxBodySize: 65_536,
+    maxHeaderSize: 16_384,
+    maxUrlLength: 4096,
+    maxJsonDepth: 32,
+    maxConnections: 4096,
+    requestTimeoutMs: 30_000,
+    drainTimeoutMs: 10_000,
+    trustProxy: false,
+    corsOrigins: [],
+    authFailureLimit: { limit: 60, windowMs: 60_000 },
+    rateLimit: null,
   });
 });
 
@@ -52,7 +62,18 @@ test('invalid settings are refused with a message naming the variable', () => {
     [{ DATABASE_STARTUP_TIMEOUT: '30' }, /DATABASE_STARTUP_TIMEOUT/],
     [{ DATABASE_URL: 'sqlite:' }, /DATABASE_URL/],
     [{ DATABASE_URL: 'sqlite::memory:' }, /durable/],
-    [{ RATE_LIMIT: '600/minute' }, /RATE_LIMIT/],
+    [{ RATE_LIMIT: '600' }, /RATE_LIMIT/],
+    [{ RATE_LIMIT: '0/minute' }, /RATE_LIMIT/],
+    [{ AUTH_FAILURE_LIMIT: '60/day' }, /AUTH_FAILURE_LIMIT/],
+    [{ MAX_BODY_SIZE: '0' }, /MAX_BODY_SIZE/],
+    [{ MAX_HEADER_SIZE: '16k' }, /MAX_HEADER_SIZE/],
+    [{ MAX_JSON_DEPTH: '0' }, /MAX_JSON_DEPTH/],
+    [{ REQUEST_TIMEOUT: '30' }, /REQUEST_TIMEOUT/],
+    [{ DRAIN_TIMEOUT: 'soon' }, /DRAIN_TIMEOUT/],
+    [{ TRUST_PROXY: '2' }, /TRUST_PROXY/],
+    [{ TRUST_PROXY: 'everyone' }, /TRUST_PROXY/],
+    [{ CORS_ORIGINS: '*' }, /CORS_ORIGINS/],
+    [{ CORS_ORIGINS: 'https://app.example/path' }, /CORS_ORIGINS/],
     [{ LIST_CACHE_PLANTS: '-1' }, /LIST_CACHE_PLANTS/],
     [{ ACCESS_LOG: 'yes' }, /ACCESS_LOG/],
   ];
@@ -66,4 +87,19 @@ test('a refused DATABASE_URL is not echoed, since it may hold a password', () =>
     () => loadConfig({}, { DATABASE_URL: 'mysql://app:hunter2@db/plants' }),
     (e: unknown) => e instanceof ConfigError && !e.message.includes('hunter2'),
   );
+});
+
+test('limits and security settings parse as documented', () => {
+  const config = loadConfig({}, {
+    RATE_LIMIT: '600/minute', AUTH_FAILURE_LIMIT: 'off', TRUST_PROXY: '10.0.0.0/8, loopback',
+    CORS_ORIGINS: 'https://app.example, http://localhost:3000', REQUEST_TIMEOUT: '2m', MAX_BODY_SIZE: '1024',
+  });
+  assert.deepEqual(config.rateLimit, { limit: 600, windowMs: 60_000 });
+  assert.equal(config.authFailureLimit, null);
+  assert.equal(config.trustProxy, '10.0.0.0/8, loopback');
+  assert.deepEqual(config.corsOrigins, ['https://app.example', 'http://localhost:3000']);
+  assert.equal(config.requestTimeoutMs, 120_000);
+  assert.equal(config.maxBodySize, 1024);
+  assert.deepEqual(loadConfig({}, { RATE_LIMIT: '5/second' }).rateLimit, { limit: 5, windowMs: 1000 });
+  assert.deepEqual(loadConfig({}, { RATE_LIMIT: '100/hour' }).rateLimit, { limit: 100, windowMs: 3_600_000 });
 });

@@ -4,7 +4,9 @@ import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { ERROR_ROWS, ERRORS, type ErrorRow } from '../src/http/errors.js';
-import { bearer, errorBody, testApp } from './helpers.js';
+import { buildApp } from '../src/app.js';
+import { DeferredStore } from '../src/store/deferred.js';
+import { bearer, errorBody, silentLogger, testApp } from './helpers.js';
 
 /** Sends raw bytes to a listening app and returns everything it answers before closing. */
 async function raw(app: FastifyInstance, bytes: string, { end = true } = {}): Promise<string> {
@@ -70,6 +72,29 @@ test('every row of the error table is produced by some request, with the Error b
     const res = await app.inject(options);
     expectRow(row, res.statusCode, errorBody(res), `${options.method} ${options.url} ${String(options.payload ?? '').slice(0, 30)}`);
   }
+  const moreInjected: Array<[ErrorRow, InjectOptions]> = [
+    [ERRORS.urlTooLong, { method: 'GET', url: `/plants?tag=${'t'.repeat(5000)}`, headers: bearer(alice) }],
+  ];
+  for (const [row, options] of moreInjected) {
+    const res = await app.inject(options);
+    expectRow(row, res.statusCode, errorBody(res), `${options.method} ${String(options.url).slice(0, 40)}`);
+  }
+
+  // Limits that need their own settings: a token over RATE_LIMIT, an address over AUTH_FAILURE_LIMIT.
+  const limited = await testApp(t, { rateLimit: { limit: 1, windowMs: 3_600_000 }, authFailureLimit: { limit: 1, windowMs: 3_600_000 } });
+  const bob = await limited.token('bob');
+  await limited.app.inject({ method: 'GET', url: '/plants', headers: bearer(bob) });
+  const overRate = await limited.app.inject({ method: 'GET', url: '/plants', headers: bearer(bob) });
+  expectRow(ERRORS.rateLimited, overRate.statusCode, errorBody(overRate), 'second request within a 1/minute limit');
+  await limited.app.inject({ method: 'GET', url: '/plants', headers: bearer('pst_wrong1'), remoteAddress: '192.0.2.7' });
+  const overFailures = await limited.app.inject({ method: 'GET', url: '/plants', headers: bearer('pst_wrong2'), remoteAddress: '192.0.2.7' });
+  expectRow(ERRORS.authFailuresLimited, overFailures.statusCode, errorBody(overFailures), 'second failure within a 1/minute limit');
+
+  // 50301: a server whose store is not open yet (it listens before its store opens).
+  const starting = await buildApp({ store: new DeferredStore(), logger: silentLogger });
+  t.after(() => starting.close());
+  const notReady = await starting.inject({ method: 'GET', url: '/readyz' });
+  expectRow(ERRORS.notServing, notReady.statusCode, errorBody(notReady), 'store not open yet');
 
   // Errors raised by Node's HTTP parser, before any route runs, need a real socket.
   const tooLarge = parseRaw(await raw(app, `GET /plants HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`));

@@ -21,8 +21,11 @@ export interface CliResult {
   stderr: string;
 }
 
+/** A CLI command that has not ended by then is a hang (a test expecting an error got a server). */
+const CLI_HANG_MS = 60_000;
+
 export async function runCli(args: string[], env: Env = {}, cwd?: string): Promise<CliResult> {
-  const child = spawn(process.execPath, [BIN, ...args], { env: environment(env), cwd, stdio: 'pipe' });
+  const child = spawn(process.execPath, [BIN, ...args], { env: environment(env), cwd, stdio: 'pipe', timeout: CLI_HANG_MS });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
@@ -38,13 +41,15 @@ export interface ServerProcess {
   logs(): string;
   /** Sends a signal and resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Resolves with the exit code. */
+  readonly exited: Promise<number | null>;
 }
 
 export interface SpawnedServer extends Omit<ServerProcess, 'url'> {
-  /** Resolves with the URL once the server listens; rejects if it exits first. */
+  /** Resolves with the URL once the server listens (its store may still be opening). */
   readonly listening: Promise<string>;
-  /** Resolves with the exit code. */
-  readonly exited: Promise<number | null>;
+  /** Resolves with the URL once the store is open too ("plantstore ready"); rejects if it exits first. */
+  readonly ready: Promise<string>;
   /** Everything written to stderr so far. */
   errors(): string;
 }
@@ -63,18 +68,25 @@ export function spawnServer(t: TestContext, env: Env, cwd?: string): SpawnedServ
   t.after(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
-  const listening = new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)"/.exec(out);
-      if (m?.[1]) resolve(m[1]);
+  const waitFor = (what: string, line: RegExp) =>
+    new Promise<string>((resolve, reject) => {
+      const look = () => {
+        const url = /"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)"/.exec(out)?.[1];
+        if (url && line.test(out)) resolve(url);
+      };
+      child.stdout.on('data', look);
+      void exited.then((code) => reject(new Error(`server exited with ${code} before ${what}: ${err}${out}`)));
     });
-    void exited.then((code) => reject(new Error(`server exited with ${code} before listening: ${err}${out}`)));
-  });
-  listening.catch(() => undefined); // a test that expects the exit awaits `exited` instead
+  child.stdout.on('data', (d) => (out += d));
+  const listening = waitFor('listening', /Server listening/);
+  const ready = waitFor('being ready', /"msg":"plantstore ready"/);
+  // A test that expects the process to exit awaits `exited` instead.
+  listening.catch(() => undefined);
+  ready.catch(() => undefined);
   return {
     child,
     listening,
+    ready,
     exited,
     logs: () => out,
     errors: () => err,
@@ -85,8 +97,8 @@ export function spawnServer(t: TestContext, env: Env, cwd?: string): SpawnedServ
   };
 }
 
-/** Starts `plantstore serve` on a free port and resolves once it is listening. */
+/** Starts `plantstore serve` on a free port and resolves once it is ready to serve. */
 export async function startServer(t: TestContext, env: Env, cwd?: string): Promise<ServerProcess> {
   const server = spawnServer(t, env, cwd);
-  return { ...server, url: await server.listening };
+  return { ...server, url: await server.ready };
 }

@@ -3,6 +3,7 @@ import type { Principal, Scope } from '../domain/principal.js';
 import type { Store, TokenRecord } from '../store/store.js';
 import { hashToken } from '../tokens.js';
 import { ApiError, ERRORS } from './errors.js';
+import type { AuthFailureLimit, TokenRateLimit } from './rate-limit.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -73,26 +74,38 @@ type Done = (error?: Error) => void;
 
 type Hook = (request: FastifyRequest, reply: FastifyReply, done: Done) => void;
 
+export interface AuthLimits {
+  readonly failures?: AuthFailureLimit | undefined;
+  readonly tokenRate?: TokenRateLimit | undefined;
+}
+
 /**
  * Makes onRequest hooks that establish `request.principal` and check one scope; all hooks of one app
  * share a token cache. Callback-style, so that a token read less than a TTL ago is checked
  * synchronously, with no promise per request; the scope is bound here rather than read from the route
  * options, which Fastify rebuilds on every access.
  */
-export function bearerAuth(store: Store): (required: Scope) => Hook {
+export function bearerAuth(store: Store, { failures, tokenRate }: AuthLimits = {}): (required: Scope) => Hook {
   const cache = new TokenCache(store);
-  return (required) => function authenticate(request, _reply, done) {
+  return (required) => function authenticate(request, reply, done) {
+    const now = Date.now();
+    const refused = failures?.refusal(request.ip, now);
+    if (refused) return done(refused);
     const header = request.headers.authorization;
     if (header === undefined || !BEARER_SCHEME.test(header)) {
       return done(new ApiError(ERRORS.missingToken, ERRORS.missingToken.message, challenge()));
     }
+    const fail = (): void => {
+      // A wrong token is a guess: counted, and once there are too many, answered 429 instead.
+      if (!failures) return done(invalidToken());
+      failures.failed(request.ip).then((limited) => done(limited ?? invalidToken()), () => done(invalidToken()));
+    };
     const token = BEARER.exec(header)?.[1];
-    if (token === undefined) return done(invalidToken());
+    if (token === undefined) return fail();
     const hash = hashToken(token);
-    const now = Date.now();
     const check = (record: TokenRecord | null): void => {
       if (record === null || record.revokedAt !== null || (record.expiresAt !== null && record.expiresAt.getTime() <= now)) {
-        return done(invalidToken());
+        return fail();
       }
       if (!record.scopes.includes(required)) {
         return done(
@@ -104,7 +117,8 @@ export function bearerAuth(store: Store): (required: Scope) => Hook {
         );
       }
       request.principal = { tokenId: record.id, user: record.user, scopes: record.scopes, admin: record.admin };
-      done();
+      if (!tokenRate) return done();
+      tokenRate.check(record.id, reply).then(() => done(), done);
     };
     const known = cache.fresh(hash, now);
     if (known) return check(known);

@@ -1,7 +1,8 @@
 import type { FastifyError } from 'fastify';
 import { Type } from 'typebox';
 import { STORABLE_TEXT } from '../domain/plant.js';
-import { StoreUnavailableError } from '../store/store.js';
+import { SECURITY_HEADERS } from './security-headers.js';
+import { StoreNotOpenError, StoreUnavailableError } from '../store/store.js';
 
 export interface ErrorRow {
   readonly status: number;
@@ -29,11 +30,15 @@ export const ERRORS = {
   methodNotAllowed: { status: 405, code: 40500, message: 'Method not allowed on this route (see the Allow header)' },
   requestTimeout: { status: 408, code: 40800, message: 'The request was not received in time' },
   idConflict: { status: 409, code: 40900, message: 'A different plant with this id already exists' },
-  bodyTooLarge: { status: 413, code: 41300, message: 'The request body is larger than 64 KiB' },
+  bodyTooLarge: { status: 413, code: 41300, message: 'The request body is larger than the limit (MAX_BODY_SIZE)' },
+  urlTooLong: { status: 414, code: 41400, message: 'The request URL is longer than the limit (MAX_URL_LENGTH)' },
   unsupportedMediaType: { status: 415, code: 41500, message: 'The request body must be application/json (UTF-8)' },
-  headersTooLarge: { status: 431, code: 43100, message: 'The request headers are too large' },
+  rateLimited: { status: 429, code: 42900, message: 'Too many requests with this token; see Retry-After' },
+  authFailuresLimited: { status: 429, code: 42901, message: 'Too many failed authentications from this address; see Retry-After' },
+  headersTooLarge: { status: 431, code: 43100, message: 'The request headers are too large (MAX_HEADER_SIZE)' },
   internal: { status: 500, code: 50000, message: 'Internal error' },
   storeUnavailable: { status: 503, code: 50300, message: 'The store is unavailable; retry shortly' },
+  notServing: { status: 503, code: 50301, message: 'This instance is starting or shutting down; retry (another instance)' },
 } as const satisfies Record<string, ErrorRow>;
 
 export const ERROR_ROWS: readonly ErrorRow[] = Object.values(ERRORS);
@@ -85,6 +90,7 @@ const BY_VALIDATION_CONTEXT: Record<string, ErrorRow> = {
 /** Maps anything thrown while handling a request to a row of the table. */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
+  if (error instanceof StoreNotOpenError) return new ApiError(ERRORS.notServing, ERRORS.notServing.message, RETRY_AFTER);
   if (error instanceof StoreUnavailableError) return new ApiError(ERRORS.storeUnavailable, ERRORS.storeUnavailable.message, RETRY_AFTER);
   if (!(error instanceof Error)) return new ApiError(ERRORS.internal);
   const fastifyError = error as FastifyError;
@@ -106,6 +112,8 @@ export function toApiError(error: unknown): ApiError {
 }
 
 const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' };
+/** The same security headers as every other answer. */
+const RAW_HEADERS = Object.entries(SECURITY_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join('');
 
 /**
  * Errors Node's HTTP parser raises before any route runs (a garbled request line, oversized headers, a
@@ -121,7 +129,7 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: imp
   const body = JSON.stringify({ error: row.code, message: row.message });
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${row.status} ${STATUS_TEXT[row.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `HTTP/1.1 ${row.status} ${STATUS_TEXT[row.status]}\r\nContent-Type: application/json; charset=utf-8\r\n${RAW_HEADERS}` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   }

@@ -1,12 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { StoreUnavailableError, type Store } from '../store/store.js';
+import { ApiError, ERRORS } from './errors.js';
+import type { Lifecycle } from './lifecycle.js';
 import { errorResponses } from './schemas.js';
 
 const Status = Type.Object({ status: Type.String() }, { additionalProperties: false });
 
 /** For load balancers and orchestrators; no token needed, nothing about the data revealed. */
-export async function healthRoutes(app: FastifyInstance, { store }: { store: Store }): Promise<void> {
+export async function healthRoutes(app: FastifyInstance, { store, lifecycle }: { store: Store; lifecycle: Lifecycle }): Promise<void> {
   app.get(
     '/healthz',
     {
@@ -23,12 +25,14 @@ export async function healthRoutes(app: FastifyInstance, { store }: { store: Sto
     '/readyz',
     {
       schema: {
-        summary: 'Readiness: the store answers; route traffic here',
+        summary: 'Readiness: the store answers and the instance is not starting or shutting down; route traffic here',
         tags: ['operations'],
-        response: { 200: Status, ...errorResponses() },
+        response: { 200: Status, ...errorResponses(ERRORS.notServing) },
       },
     },
     async () => {
+      // Draining: the load balancer should send new requests elsewhere while these finish.
+      if (lifecycle.closing) throw new ApiError(ERRORS.notServing, 'This instance is shutting down');
       try {
         await store.ping();
       } catch (error) {

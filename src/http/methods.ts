@@ -6,7 +6,7 @@ import { ApiError, ERRORS } from './errors.js';
  * Fastify's 404. Call the returned function once every route is declared; it adds a catch-all route
  * for the remaining methods of each URL.
  */
-export function trackAllowedMethods(app: FastifyInstance): () => void {
+export function trackAllowedMethods(app: FastifyInstance, handledElsewhere: readonly string[] = []): () => void {
   const allowed = new Map<string, Set<string>>();
   app.addHook('onRoute', (route) => {
     const methods = allowed.get(route.url) ?? new Set<string>();
@@ -17,7 +17,7 @@ export function trackAllowedMethods(app: FastifyInstance): () => void {
     for (const [url, methods] of allowed) {
       const allow = [...methods].sort().join(', ');
       app.route({
-        method: app.supportedMethods.filter((m) => !methods.has(m)),
+        method: app.supportedMethods.filter((m) => !methods.has(m) && !handledElsewhere.includes(m)),
         url,
         schema: { hide: true },
         handler: async (_request, reply) => {

@@ -3,7 +3,7 @@ import { Type, type Static } from 'typebox';
 import { isInt64, parseInt64 } from '../domain/int64.js';
 import { plantOf, PlantTag, type NewPlantBody, type Plant } from '../domain/plant.js';
 import type { Store } from '../store/store.js';
-import { bearerAuth } from './auth.js';
+import { bearerAuth, type AuthLimits } from './auth.js';
 import { ApiError, ERRORS } from './errors.js';
 import { exactId } from './json.js';
 import { errorResponses, ref, SECURITY } from './schemas.js';
@@ -46,8 +46,8 @@ function nextLink(query: Static<typeof ListQuery> & { limit: number }, position:
   return `</plants?limit=${query.limit}${tag}&cursor=${encodeCursor(position)}>; rel="next"`;
 }
 
-export async function plantRoutes(app: FastifyInstance, { store }: { store: Store }): Promise<void> {
-  const requireScope = bearerAuth(store);
+export async function plantRoutes(app: FastifyInstance, { store, limits }: { store: Store; limits: AuthLimits }): Promise<void> {
+  const requireScope = bearerAuth(store, limits);
   // A store may return the very same page object again (the SQLite page cache); its JSON text is then
   // reused too. Keyed weakly: the text goes when the page does.
   const serialized = new WeakMap<readonly Plant[], string>();

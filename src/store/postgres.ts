@@ -6,7 +6,7 @@ import { isScope } from '../domain/principal.js';
 import { loadMigrations } from './migrations.js';
 import {
   StoreUnavailableError,
-  type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type Store, type TokenRecord,
+  type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type RateCount, type Store, type TokenRecord,
 } from './store.js';
 
 export interface PostgresOptions {
@@ -158,6 +158,7 @@ class PostgresStore implements Store {
   readonly backend = 'postgres';
   readonly #pool: pg.Pool;
   #pending: PendingCreate[] = [];
+  #sweptAt = 0;
   readonly #inFlight = new Set<Promise<void>>();
 
   constructor(pool: pg.Pool) {
@@ -281,6 +282,33 @@ class PostgresStore implements Store {
   async revokeToken(id: number): Promise<boolean> {
     const res = await this.#query('token_revoke', 'UPDATE tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL', [id]);
     return res.rowCount === 1;
+  }
+
+  /** One statement; the window is computed from the database's clock, so instances agree on it. */
+  async hit(key: string, windowMs: number): Promise<RateCount> {
+    const { rows } = await this.#query<{ count: number; reset_in_ms: string }>(
+      'rate_hit',
+      `WITH now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms)
+       INSERT INTO rate_limit_windows AS w (key, window_start, window_ms, count)
+       SELECT $1, ms - ms % $2::bigint, $2, 1 FROM now
+       ON CONFLICT (key, window_start) DO UPDATE SET count = w.count + 1
+       RETURNING count, window_start + window_ms - (SELECT ms FROM now) AS reset_in_ms`,
+      [key, windowMs],
+    );
+    if (Date.now() - this.#sweptAt > 60_000) this.#sweepRateWindows();
+    const row = rows[0];
+    if (!row) throw new Error('rate counter returned no row');
+    return { count: row.count, resetInMs: Number(row.reset_in_ms) };
+  }
+
+  /** Drops ended windows now and then; a failure only means they are dropped next time. */
+  #sweepRateWindows(): void {
+    this.#sweptAt = Date.now();
+    this.#query(
+      'rate_sweep',
+      'DELETE FROM rate_limit_windows WHERE window_start + window_ms < (extract(epoch FROM clock_timestamp()) * 1000)::bigint',
+      [],
+    ).catch(() => undefined);
   }
 
   async ping(): Promise<void> {

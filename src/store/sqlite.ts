@@ -7,8 +7,9 @@ import { loadMigrations } from './migrations.js';
 import { PageCache } from './page-cache.js';
 import {
   StoreUnavailableError,
-  type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type Store, type TokenRecord,
+  type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type RateCount, type Store, type TokenRecord,
 } from './store.js';
+import { MemoryRateCounter } from './rate-counter.js';
 
 interface PlantRow {
   seq: number;
@@ -130,6 +131,8 @@ class SqliteStore implements Store {
   readonly #db: Database.Database;
   readonly #cache: PageCache;
   readonly #lock: Database.Database | undefined;
+  /** In memory: one server per store, so its counts are all the counts. */
+  readonly #rates = new MemoryRateCounter();
   #queue: QueuedWrite[] = [];
   readonly #commitQueue: () => void;
 
@@ -262,6 +265,10 @@ class SqliteStore implements Store {
 
   async revokeToken(id: number): Promise<boolean> {
     return this.#revokeToken.run(Date.now(), id).changes === 1;
+  }
+
+  async hit(key: string, windowMs: number): Promise<RateCount> {
+    return this.#rates.hit(key, windowMs);
   }
 
   async ping(): Promise<void> {

@@ -20,6 +20,11 @@ export interface PlantPage {
   readonly next: number | null;
 }
 
+export interface RateCount {
+  readonly count: number;
+  readonly resetInMs: number;
+}
+
 export interface TokenRecord {
   readonly id: number;
   readonly user: string;
@@ -57,6 +62,12 @@ export interface Store {
   /** False when no such token exists or it was already revoked. */
   revokeToken(id: number): Promise<boolean>;
 
+  /**
+   * Counts one event for `key` in the current fixed window of `windowMs` and returns the window's count
+   * so far and the time until it ends. Every instance on one store shares the counts.
+   */
+  hit(key: string, windowMs: number): Promise<RateCount>;
+
   /** Resolves when the store can serve requests. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -72,5 +83,12 @@ export class StoreUnavailableError extends Error {
   constructor(cause: unknown) {
     super(`store unavailable: ${cause instanceof Error ? cause.message : String(cause)}`);
     this.cause = cause;
+  }
+}
+
+/** The store is not open yet (the server is starting): requests are answered 503 until it is. */
+export class StoreNotOpenError extends StoreUnavailableError {
+  constructor() {
+    super('the store is not open yet');
   }
 }

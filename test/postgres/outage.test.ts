@@ -88,17 +88,25 @@ test('a database that hangs is answered with 503 after a bounded wait, not a hun
   t.diagnostic(`answered 503 after ${waited} ms (query timeout ${TEST_QUERY_TIMEOUT_MS} ms, connect timeout 3000 ms)`);
 });
 
-test('start-up waits for the database with a clear log line, then serves', async (t) => {
+test('start-up waits for the database with a clear log line, answering 503 meanwhile, then serves', async (t) => {
   const db = await testDatabase(t);
   const proxy = await startProxy(t, db.url);
   await proxy.set('refuse');
   const server = spawnServer(t, { DATABASE_URL: proxy.via(db.url) });
+  const url = await server.listening; // listening already, while the database refuses
   while (!server.logs().includes('waiting for PostgreSQL')) await sleep(50);
   const line = JSON.parse(server.logs().split('\n').find((l) => l.includes('waiting for PostgreSQL')) ?? '{}');
   assert.equal(line.msg, `waiting for PostgreSQL at 127.0.0.1:${proxy.port}/test`);
   assert.match(line.reason, /ECONNREFUSED/);
+  assert.equal((await fetch(`${url}/healthz`)).status, 200, 'alive');
+  for (const path of ['/readyz', '/plants']) {
+    const res = await fetch(`${url}${path}`, { headers: { authorization: 'Bearer pst_x' } });
+    assert.equal(res.status, 503, path);
+    assert.equal(((await res.json()) as { error: number }).error, 50301, path);
+  }
   await proxy.set('forward');
-  const url = await server.listening;
+  assert.equal(await server.ready, url);
+  assert.equal((await fetch(`${url}/readyz`)).status, 200);
   const secret = (await runCli(['token', 'create', '--user', 'alice'], { DATABASE_URL: db.url })).stdout.trim();
   assert.equal((await fetch(`${url}/plants`, { headers: { authorization: `Bearer ${secret}` } })).status, 200);
   assert.equal(await server.stop(), 0);

@@ -1,0 +1,90 @@
+import type { FastifyReply } from 'fastify';
+import type { Rate } from '../config.js';
+import type { RateCount, Store } from '../store/store.js';
+import { ApiError, ERRORS } from './errors.js';
+
+const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
+
+/** IETF draft-ietf-httpapi-ratelimit-headers: the policy, and where the client stands in it. */
+function rateHeaders(policy: string, rate: Rate, remaining: number, resetInMs: number): Record<string, string> {
+  return {
+    'ratelimit-policy': `"${policy}";q=${rate.limit};w=${rate.windowMs / 1000}`,
+    ratelimit: `"${policy}";r=${Math.max(0, remaining)};t=${seconds(resetInMs)}`,
+  };
+}
+
+/**
+ * RATE_LIMIT: requests per token per window, counted in the store, so every instance on one
+ * PostgreSQL database shares a token's budget (SQLite: one server, counted in memory).
+ */
+export class TokenRateLimit {
+  readonly #store: Store;
+  readonly #rate: Rate;
+
+  constructor(store: Store, rate: Rate) {
+    this.#store = store;
+    this.#rate = rate;
+  }
+
+  /** Counts the request; sets the RateLimit headers; throws 429 once the token is over its budget. */
+  async check(tokenId: number, reply: FastifyReply): Promise<void> {
+    const { count, resetInMs }: RateCount = await this.#store.hit(`token:${tokenId}`, this.#rate.windowMs);
+    const headers = rateHeaders('token', this.#rate, this.#rate.limit - count, resetInMs);
+    reply.headers(headers);
+    if (count > this.#rate.limit) {
+      throw new ApiError(ERRORS.rateLimited, ERRORS.rateLimited.message, { ...headers, 'retry-after': String(seconds(resetInMs)) });
+    }
+  }
+}
+
+const MAX_BLOCKED = 100_000;
+
+/**
+ * AUTH_FAILURE_LIMIT: failed authentications per client address per window. Failures are counted in
+ * the store (shared by instances); an address over the limit is then refused everything that needs a
+ * token until the window ends, a valid token included, or a lucky guess would still be told apart
+ * from the others. Which addresses are blocked is remembered here, so checking costs no store call.
+ */
+export class AuthFailureLimit {
+  readonly #store: Store;
+  readonly #rate: Rate;
+  readonly #blockedUntil = new Map<string, number>();
+
+  constructor(store: Store, rate: Rate) {
+    this.#store = store;
+    this.#rate = rate;
+  }
+
+  /** The 429 to answer if `address` is blocked now, else null. */
+  refusal(address: string, now: number): ApiError | null {
+    const until = this.#blockedUntil.get(address);
+    if (until === undefined) return null;
+    if (until <= now) {
+      this.#blockedUntil.delete(address);
+      return null;
+    }
+    return this.#error(until - now);
+  }
+
+  /** Counts a failure; returns the 429 to answer instead of a 401 once the address is over the limit. */
+  async failed(address: string): Promise<ApiError | null> {
+    const { count, resetInMs } = await this.#store.hit(`auth-failure:${address}`, this.#rate.windowMs);
+    if (count <= this.#rate.limit) return null;
+    if (this.#blockedUntil.size >= MAX_BLOCKED) this.#forgetExpired();
+    this.#blockedUntil.set(address, Date.now() + resetInMs);
+    return this.#error(resetInMs);
+  }
+
+  #error(retryInMs: number): ApiError {
+    return new ApiError(ERRORS.authFailuresLimited, ERRORS.authFailuresLimited.message, {
+      ...rateHeaders('failed-auth', this.#rate, 0, retryInMs),
+      'retry-after': String(seconds(retryInMs)),
+    });
+  }
+
+  #forgetExpired(): void {
+    const now = Date.now();
+    for (const [address, until] of this.#blockedUntil) if (until <= now) this.#blockedUntil.delete(address);
+    if (this.#blockedUntil.size >= MAX_BLOCKED) this.#blockedUntil.clear(); // under a flood: start over
+  }
+}

@@ -53,17 +53,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
  * come from this table, and so does the README's configuration table.
  */
 export const OPTIONS = [
-  {
-    key: 'port',
-    env: 'PORT',
-    flag: 'port',
-    default: '8080',
-    help: 'TCP port to listen on (0 picks a free one)',
-    parse(value: string): number {
-      if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) throw new ConfigError(`PORT must be 0-65535, got "${value}"`);
-      return Number(value);
-    },
-  } satisfies Option<'port'>,
+  integerOption('port', 'PORT', '8080', 'TCP port to listen on (0 picks a free one)', 0, 65535),
   {
     key: 'host',
     env: 'HOST',
@@ -94,42 +84,18 @@ export const OPTIONS = [
     help: 'sqlite:PATH (relative to the working directory, or absolute) for the embedded store; postgres://… (or postgresql://…) for PostgreSQL',
     parse: parseDatabaseUrl,
   } satisfies Option<'database'>,
-  {
-    key: 'databasePoolSize',
-    env: 'DATABASE_POOL_SIZE',
-    flag: 'database-pool-size',
-    default: '10',
-    help: 'PostgreSQL: connections per instance (instances × this must stay below the server\'s max_connections)',
-    parse(value: string): number {
-      if (!/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 1000) {
-        throw new ConfigError(`DATABASE_POOL_SIZE must be 1-1000, got "${value}"`);
-      }
-      return Number(value);
-    },
-  } satisfies Option<'databasePoolSize'>,
-  {
-    key: 'databaseStartupTimeoutMs',
-    env: 'DATABASE_STARTUP_TIMEOUT',
-    flag: 'database-startup-timeout',
-    default: '30s',
-    help: 'PostgreSQL: how long start-up waits for the database to accept connections (90s, 2m, …)',
-    parse(value: string): number {
-      const ms = parseDuration(value);
-      if (ms === null) throw new ConfigError(`DATABASE_STARTUP_TIMEOUT must look like 30s or 2m, got "${value}"`);
-      return ms;
-    },
-  } satisfies Option<'databaseStartupTimeoutMs'>,
-  {
-    key: 'listCachePlants',
-    env: 'LIST_CACHE_PLANTS',
-    flag: 'list-cache-plants',
-    default: '100000',
-    help: 'SQLite: plants kept in memory in recently listed pages, never stale (0 turns the cache off)',
-    parse(value: string): number {
-      if (!/^\d{1,9}$/.test(value)) throw new ConfigError(`LIST_CACHE_PLANTS must be a whole number, got "${value}"`);
-      return Number(value);
-    },
-  } satisfies Option<'listCachePlants'>,
+  integerOption(
+    'databasePoolSize', 'DATABASE_POOL_SIZE', '10',
+    'PostgreSQL: connections per instance (instances × this must stay below the server\'s max_connections)', 1, 1000,
+  ),
+  durationOption(
+    'databaseStartupTimeoutMs', 'DATABASE_STARTUP_TIMEOUT', '30s',
+    'PostgreSQL: how long start-up waits for the database to accept connections (90s, 2m, …)',
+  ),
+  integerOption(
+    'listCachePlants', 'LIST_CACHE_PLANTS', '100000',
+    'SQLite: plants kept in memory in recently listed pages, never stale (0 turns the cache off)', 0, 1_000_000_000,
+  ),
   {
     key: 'accessLog',
     env: 'ACCESS_LOG',
@@ -197,34 +163,25 @@ export const OPTIONS = [
   } satisfies Option<'rateLimit'>,
 ] as const;
 
+/** An option whose flag is its variable's name in kebab case (DATABASE_URL → --database-url). */
+function option<K extends keyof Config>(key: K, env: string, def: string, help: string, parse: (value: string) => Config[K]): Option<K> {
+  return { key, env, flag: env.toLowerCase().replaceAll('_', '-'), default: def, help, parse };
+}
+
 function integerOption<K extends keyof Config>(key: K, env: string, def: string, help: string, min: number, max: number): Option<K> {
-  return {
-    key,
-    env,
-    flag: env.toLowerCase().replaceAll('_', '-'),
-    default: def,
-    help,
-    parse(value: string) {
-      const n = /^\d{1,10}$/.test(value) ? Number(value) : NaN;
-      if (!(n >= min && n <= max)) throw new ConfigError(`${env} must be a whole number from ${min} to ${max}, got "${value}"`);
-      return n as Config[K];
-    },
-  };
+  return option(key, env, def, help, (value) => {
+    const n = /^\d{1,10}$/.test(value) ? Number(value) : NaN;
+    if (!(n >= min && n <= max)) throw new ConfigError(`${env} must be a whole number from ${min} to ${max}, got "${value}"`);
+    return n as Config[K];
+  });
 }
 
 function durationOption<K extends keyof Config>(key: K, env: string, def: string, help: string): Option<K> {
-  return {
-    key,
-    env,
-    flag: env.toLowerCase().replaceAll('_', '-'),
-    default: def,
-    help,
-    parse(value: string) {
-      const ms = parseDuration(value);
-      if (ms === null) throw new ConfigError(`${env} must look like 30s or 2m, got "${value}"`);
-      return ms as Config[K];
-    },
-  };
+  return option(key, env, def, help, (value) => {
+    const ms = parseDuration(value);
+    if (ms === null) throw new ConfigError(`${env} must look like 30s or 2m, got "${value}"`);
+    return ms as Config[K];
+  });
 }
 
 const RATE = /^([1-9]\d{0,8})\/(second|minute|hour)$/;

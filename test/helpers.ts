@@ -42,7 +42,7 @@ export async function adminSql(url: string, ...statements: string[]): Promise<pg
 }
 
 /** `url` with its search_path set to `schema`, so the store's tables live there. */
-export function withSchema(url: string, schema: string): string {
+function withSchema(url: string, schema: string): string {
   const u = new URL(url);
   u.searchParams.set('options', `-c search_path=${schema}`);
   return u.toString();

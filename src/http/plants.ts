@@ -8,8 +8,8 @@ import { ApiError, ERRORS } from './errors.js';
 import { exactId } from './json.js';
 import { errorResponses, ref, SECURITY } from './schemas.js';
 
-export const LIMIT_DEFAULT = 100;
-export const LIMIT_MAX = 1000;
+const LIMIT_DEFAULT = 100;
+const LIMIT_MAX = 1000;
 
 const ListQuery = Type.Object({
   limit: Type.Optional(

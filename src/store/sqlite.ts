@@ -95,11 +95,12 @@ export function openSqliteStore(path: string, { busyTimeoutMs = BUSY_TIMEOUT_MS,
   const cache = new PageCache(server ? cachePlants : 0);
   const db = new Database(path);
   try {
+    // First, so that even switching to WAL waits for a CLI that holds a lock at this moment.
+    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     const mode = db.pragma('journal_mode = WAL', { simple: true });
     if (mode !== 'wal') throw new Error(`SQLite refused WAL mode (got ${String(mode)}) for ${path}`);
     // FULL: every commit fsyncs the WAL, so an acknowledged create survives power loss, not only a crash.
     db.pragma('synchronous = FULL');
-    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     migrate(db);
     return new SqliteStore(db, cache, lock);
   } catch (error) {

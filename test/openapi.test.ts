@@ -26,9 +26,9 @@ test('GET /openapi.json needs no token and describes the API as OpenAPI 3.1, ver
     'DELETE /plants/{id}': doc.paths['/plants/{id}'].delete,
   };
   const expected: Record<string, string[]> = {
-    'POST /plants': ['200', '400', '401', '403', '409', '413', '415', '500', '503'],
-    'GET /plants': ['200', '400', '401', '403', '500', '503'],
-    'DELETE /plants/{id}': ['204', '400', '401', '403', '404', '500', '503'],
+    'POST /plants': ['200', '400', '401', '403', '409', '413', '414', '415', '429', '500', '503'],
+    'GET /plants': ['200', '400', '401', '403', '414', '429', '500', '503'],
+    'DELETE /plants/{id}': ['204', '400', '401', '403', '404', '414', '429', '500', '503'],
   };
   for (const [name, op] of Object.entries(operations)) {
     assert.deepEqual(op.security, [{ bearerAuth: [] }], name);
@@ -36,8 +36,10 @@ test('GET /openapi.json needs no token and describes the API as OpenAPI 3.1, ver
   }
   assert.match(operations['POST /plants']?.responses['409']?.description ?? '', /40900/);
   assert.match(operations['GET /plants']?.responses['503']?.description ?? '', /50300/);
+  assert.match(operations['GET /plants']?.responses['503']?.description ?? '', /50301/);
+  for (const op of Object.values(operations)) assert.match(op.responses['429']?.description ?? '', /42900.*42901|42901.*42900/);
   assert.equal(doc.paths['/healthz'].get.security, undefined, 'health checks need no token');
-  assert.deepEqual(Object.keys(doc.paths['/readyz'].get.responses).sort(), ['200', '400', '500', '503']);
+  assert.deepEqual(Object.keys(doc.paths['/readyz'].get.responses).sort(), ['200', '400', '414', '500', '503']);
   const limit = doc.paths['/plants'].get.parameters.find((p: { name: string }) => p.name === 'limit');
   assert.deepEqual(limit.schema, { type: 'integer', minimum: 1, maximum: 1000, default: 100 });
   assert.equal(limit.required, false);

@@ -27,7 +27,7 @@ export async function healthRoutes(app: FastifyInstance, { store, lifecycle }: {
       schema: {
         summary: 'Readiness: the store answers and the instance is not starting or shutting down; route traffic here',
         tags: ['operations'],
-        response: { 200: Status, ...errorResponses(ERRORS.notServing) },
+        response: { 200: Status, ...errorResponses() },
       },
     },
     async () => {

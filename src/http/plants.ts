@@ -21,6 +21,11 @@ const ListQuery = Type.Object({
   ),
 });
 
+/** What any route behind a bearer token can answer about the token and its caller. */
+const AUTHENTICATION_ERRORS = [
+  ERRORS.missingToken, ERRORS.invalidToken, ERRORS.insufficientScope, ERRORS.authFailuresLimited, ERRORS.rateLimited,
+];
+
 const DeleteParams = Type.Object({
   id: Type.String({ pattern: '^-?[0-9]{1,20}$', description: 'The plant id, a decimal 64-bit signed integer' }),
 });
@@ -65,8 +70,8 @@ export async function plantRoutes(app: FastifyInstance, { store, limits }: { sto
         response: {
           200: ref('Plant'),
           ...errorResponses(
-            ERRORS.malformedJson, ERRORS.invalidNewPlant, ERRORS.missingToken, ERRORS.invalidToken,
-            ERRORS.insufficientScope, ERRORS.idConflict, ERRORS.bodyTooLarge, ERRORS.unsupportedMediaType,
+            ERRORS.malformedJson, ERRORS.invalidNewPlant, ...AUTHENTICATION_ERRORS,
+            ERRORS.idConflict, ERRORS.bodyTooLarge, ERRORS.unsupportedMediaType,
           ),
         },
       },
@@ -101,7 +106,7 @@ export async function plantRoutes(app: FastifyInstance, { store, limits }: { sto
             headers: { Link: { type: 'string', description: 'RFC 8288 link to the next page' } },
             ...Type.Array(ref('Plant')),
           },
-          ...errorResponses(ERRORS.invalidQuery, ERRORS.missingToken, ERRORS.invalidToken, ERRORS.insufficientScope),
+          ...errorResponses(ERRORS.invalidQuery, ...AUTHENTICATION_ERRORS),
         },
       },
     },
@@ -136,7 +141,7 @@ export async function plantRoutes(app: FastifyInstance, { store, limits }: { sto
         params: DeleteParams,
         response: {
           204: { description: 'Deleted', type: 'null' },
-          ...errorResponses(ERRORS.invalidPath, ERRORS.missingToken, ERRORS.invalidToken, ERRORS.insufficientScope, ERRORS.plantNotFound),
+          ...errorResponses(ERRORS.invalidPath, ...AUTHENTICATION_ERRORS, ERRORS.plantNotFound),
         },
       },
     },

@@ -17,11 +17,12 @@ export function ref<T = unknown>(id: 'Plant' | 'NewPlant' | 'Error'): TUnsafe<T>
 
 /**
  * The error responses of an operation that uses the store, grouped by status, each described by the codes
- * it can carry. 40000 (a malformed URL or framing), 50000 and 50300 (store unreachable) can happen on any
- * such operation, so every one lists them.
+ * it can carry. A malformed or too long URL (40000, 41400), an internal error (50000), a store out of
+ * reach (50300) and an instance starting or shutting down (50301) can happen on any such operation, so
+ * every one lists them.
  */
 export function errorResponses(...rows: ErrorRow[]): Record<number, unknown> {
-  const all = [ERRORS.badRequest, ...rows, ERRORS.internal, ERRORS.storeUnavailable];
+  const all = [ERRORS.badRequest, ERRORS.urlTooLong, ...rows, ERRORS.internal, ERRORS.storeUnavailable, ERRORS.notServing];
   const statuses = [...new Set(all.map((r) => r.status))].sort((a, b) => a - b);
   return Object.fromEntries(
     statuses.map((status) => {

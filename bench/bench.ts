@@ -1,16 +1,18 @@
-// npm run bench [-- --postgres postgres://…] [--rounds 3] [--duration 8]
+// npm run bench [-- --postgres postgres://…] [--rounds 3] [--duration 8] [--baseline DIR]
 //
-// Loads each system on loopback with autocannon and prints one table: requests/s, p50 and p99 latency,
-// the ratio to the reference, and plantstore's peak RSS. Systems take turns (A B A B …) and each number
+// Loads each system on loopback with wrk and prints one table: requests/s, p50 and p99 latency, the
+// server's CPU time per request, the ratio to the reference, and plantstore's peak RSS. --baseline DIR
+// adds the plantstore build of another checkout (its bin/plantstore.js, built) to scenarios 1 and 2, in
+// the same rounds: a before/after comparison that machine noise between runs cannot blur. Systems take turns (A B A B …) and each number
 // is the median of the rounds, because these machines are shared and noisy. Never part of npm test.
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import autocannon from 'autocannon';
 import pg from 'pg';
 import { BENCH_USER, dropPostgresSchema, seedPostgres, seedSqlite, USERS, writeJsonServerDb } from './seed.js';
 import { peakRssMb, resetPeakRss, startBare, startJsonServer, startPlantstore, type System } from './systems.js';
+import { cpuMicros, ensureWrk, wrk } from './wrk.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -18,6 +20,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '3' },
     duration: { type: 'string', default: '8' },
     connections: { type: 'string', default: '64' },
+    baseline: { type: 'string' },
   },
 });
 const ROUNDS = Number(args.rounds);
@@ -37,50 +40,37 @@ interface Target {
   readonly headers: Record<string, string>;
   /** The ids of creates answered 2xx, to check afterwards that each one was stored. */
   readonly acknowledged: number[];
-  readonly results: Array<{ rps: number; p50: number; p99: number; errors: number }>;
+  readonly results: Array<{ rps: number; p50: number; p99: number; errors: number; cpuUs: number }>;
   rssMb?: number;
 }
 
 let nextId = 1_000_000_000_000;
 
-async function load(target: Target, seconds: number): Promise<void> {
-  // One request at a time per connection, so the connection's context knows the id it sent.
-  type Context = { id?: number };
-  const result = await autocannon({
+async function load(target: Target, seconds: number, warmup = false): Promise<void> {
+  const firstId = nextId;
+  // Far more ids than one load can use, so ids stay unique across loads.
+  if (target.kind === 'create') nextId += 100_000_000;
+  const cpuBefore = cpuMicros(target.system.pid);
+  const result = await wrk({
     url: target.system.url,
+    method: target.kind === 'list' ? 'GET' : 'POST',
+    path: target.path,
+    headers: target.kind === 'list' ? target.headers : { ...target.headers, 'content-type': 'application/json' },
     connections: CONNECTIONS,
-    duration: seconds,
-    requests: [
-      target.kind === 'list'
-        ? { method: 'GET', path: target.path, headers: target.headers }
-        : {
-            method: 'POST',
-            path: target.path,
-            headers: { ...target.headers, 'content-type': 'application/json' },
-            setupRequest: (req, context: Context) => {
-              context.id = nextId++;
-              return { ...req, body: JSON.stringify({ id: context.id, name: 'bench plant' }) };
-            },
-            onResponse: (status, _body, context: Context) => {
-              if (status >= 200 && status < 300 && context.id !== undefined) target.acknowledged.push(context.id);
-            },
-          },
-    ],
+    seconds,
+    firstId,
   });
-  if (seconds === WARMUP_S) return;
-  target.results.push({
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.non2xx + result.errors + result.timeouts,
-  });
+  const cpuUs = (cpuMicros(target.system.pid) - cpuBefore) / Math.max(1, result.requests);
+  target.acknowledged.push(...result.acknowledged);
+  if (warmup) return;
+  target.results.push({ rps: result.rps, p50: result.p50, p99: result.p99, errors: result.errors, cpuUs });
 }
 
 /** Warms every target up, then runs the rounds with the targets taking turns. */
 async function scenario(title: string, targets: Target[]): Promise<void> {
   process.stderr.write(`${title}\n`);
   for (const t of targets) if (t.system.name.startsWith('plantstore')) resetPeakRss(t.system.pid);
-  for (const t of targets) await load(t, WARMUP_S);
+  for (const t of targets) await load(t, WARMUP_S, true);
   for (let round = 0; round < ROUNDS; round++) {
     const line = [];
     for (const t of targets) {
@@ -98,6 +88,7 @@ const stat = (t: Target) => ({
   p50: median(t.results.map((r) => r.p50)),
   p99: median(t.results.map((r) => r.p99)),
   errors: t.results.reduce((n, r) => n + r.errors, 0),
+  cpuUs: median(t.results.map((r) => r.cpuUs)),
 });
 
 interface Row {
@@ -109,7 +100,7 @@ interface Row {
 }
 
 function printTable(rows: Row[]): void {
-  const header = ['scenario', 'system', 'req/s', 'p50 ms', 'p99 ms', 'ratio', 'target', 'peak RSS', 'non-2xx'];
+  const header = ['scenario', 'system', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'ratio', 'target', 'peak RSS', 'non-2xx'];
   const lines = rows.map(({ scenario: s, target, reference, referenceName, goal }) => {
     const m = stat(target);
     const ratio = reference ? m.rps / stat(reference).rps : undefined;
@@ -119,6 +110,7 @@ function printTable(rows: Row[]): void {
       Math.round(m.rps).toLocaleString('en-US'),
       m.p50.toFixed(1),
       m.p99.toFixed(1),
+      m.cpuUs.toFixed(0),
       ratio === undefined ? '' : `${ratio.toFixed(2)}× ${referenceName}`,
       goal === undefined || ratio === undefined ? '' : `≥ ${goal} ${ratio >= goal ? 'met' : 'MISSED'}`,
       target.rssMb === undefined ? '' : `${target.rssMb} MB`,
@@ -156,16 +148,17 @@ async function main(): Promise<void> {
   const systems: System[] = [];
   const schemas: string[] = [];
   try {
+    ensureWrk();
     const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU';
     console.log(`plantstore bench, ${new Date().toISOString().slice(0, 10)}: ${availableParallelism()} cores (${cpu}), Node ${process.version}, ` +
-      `load generator autocannon on the same machine, ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION_S} s each, medians`);
+      `load generator wrk (1 thread) on the same machine, ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION_S} s each, medians`);
     process.stderr.write('seeding stores…\n');
     const small = join(dir, 'small.db');
     const large = join(dir, 'large.db');
     const smallToken = await seedSqlite(small, SMALL);
     const largeToken = await seedSqlite(large, LARGE);
     // One server per SQLite store: every other server gets a copy (same plants, same token).
-    for (const copy of ['nocache', 's3', 's3-nocache']) copyFileSync(small, `${small}.${copy}`);
+    for (const copy of ['nocache', 's3', 's3-nocache', 'baseline']) copyFileSync(small, `${small}.${copy}`);
     copyFileSync(large, `${large}.nocache`);
     writeJsonServerDb(join(dir, 'json-server.json'), SMALL);
     let pgSmall: { url: string; token: string } | undefined;
@@ -188,6 +181,12 @@ async function main(): Promise<void> {
     const noCache = { LIST_CACHE_PLANTS: '0' };
     const sqliteSmallNoCache = await start(startPlantstore('plantstore sqlite, no cache', `sqlite:${small}.nocache`, log('sqlite-small-nc'), noCache));
     const postgresSmall = pgSmall && (await start(startPlantstore('plantstore postgres', pgSmall.url, log('pg-small'))));
+    const baseline = args.baseline;
+    const baselineSqlite = baseline === undefined ? undefined
+      : await start(startPlantstore('baseline sqlite', `sqlite:${small}.baseline`, log('baseline-sqlite'), {}, baseline));
+    // The same schema as the row above: instances of any version may share a PostgreSQL database.
+    const baselinePostgres = baseline === undefined || !pgSmall ? undefined
+      : await start(startPlantstore('baseline postgres', pgSmall.url, log('baseline-pg'), {}, baseline));
 
     // The bare server answers the very bytes plantstore answers, so only the work behind them differs.
     const listPath = '/plants?limit=20';
@@ -217,13 +216,19 @@ async function main(): Promise<void> {
       postgres: postgresSmall && pgSmall ? target(postgresSmall, 'list', pgSmall.token) : undefined,
       json: target(jsonServer, 'list', undefined, '/plants?_limit=20'),
     };
-    await scenario(s1, [list.bare, list.sqlite, list.sqliteNoCache, ...(list.postgres ? [list.postgres] : []), list.json]);
+    const baselineList = [
+      ...(baselineSqlite ? [target(baselineSqlite, 'list', smallToken)] : []),
+      ...(baselinePostgres && pgSmall ? [target(baselinePostgres, 'list', pgSmall.token)] : []),
+    ];
+    await scenario(s1, [list.bare, list.sqlite, list.sqliteNoCache, ...(list.postgres ? [list.postgres] : []), ...baselineList, list.json]);
+    const vsBare = (t: Target): Row => ({ scenario: '', target: t, reference: list.bare, referenceName: 'bare' });
     rows[1].push(
       { scenario: s1, target: list.bare },
       { scenario: '', target: list.sqlite, reference: list.bare, referenceName: 'bare', goal: 0.5 },
-      { scenario: '', target: list.sqliteNoCache, reference: list.bare, referenceName: 'bare' },
-      ...(list.postgres ? [{ scenario: '', target: list.postgres, reference: list.bare, referenceName: 'bare' }] : []),
-      { scenario: '', target: list.json, reference: list.bare, referenceName: 'bare' },
+      vsBare(list.sqliteNoCache),
+      ...(list.postgres ? [vsBare(list.postgres)] : []),
+      ...baselineList.map(vsBare),
+      vsBare(list.json),
     );
 
     // Scenario 3 compares store sizes with processes of the same history: all started fresh here (a
@@ -269,12 +274,19 @@ async function main(): Promise<void> {
       postgres: postgresSmall && pgSmall ? target(postgresSmall, 'create', pgSmall.token) : undefined,
       json: target(jsonServer, 'create'),
     };
-    await scenario(s2, [create.bare, create.sqlite, ...(create.postgres ? [create.postgres] : []), create.json]);
+    const baselineCreate = {
+      sqlite: baselineSqlite ? target(baselineSqlite, 'create', smallToken) : undefined,
+      postgres: baselinePostgres && pgSmall ? target(baselinePostgres, 'create', pgSmall.token) : undefined,
+    };
+    const baselineCreates = [baselineCreate.sqlite, baselineCreate.postgres].filter((t): t is Target => t !== undefined);
+    await scenario(s2, [create.bare, create.sqlite, ...(create.postgres ? [create.postgres] : []), ...baselineCreates, create.json]);
+    const createVsBare = (t: Target): Row => ({ scenario: '', target: t, reference: create.bare, referenceName: 'bare' });
     rows[2].push(
       { scenario: s2, target: create.bare },
       { scenario: '', target: create.sqlite, reference: create.bare, referenceName: 'bare', goal: 0.4 },
-      ...(create.postgres ? [{ scenario: '', target: create.postgres, reference: create.bare, referenceName: 'bare' }] : []),
-      { scenario: '', target: create.json, reference: create.bare, referenceName: 'bare' },
+      ...(create.postgres ? [createVsBare(create.postgres)] : []),
+      ...baselineCreates.map(createVsBare),
+      createVsBare(create.json),
     );
 
     console.log();
@@ -282,6 +294,8 @@ async function main(): Promise<void> {
     console.log();
     const checks: Array<[string, Target, string]> = [['sqlite', create.sqlite, `sqlite:${small}`]];
     if (create.postgres && pgSmall) checks.push(['postgres', create.postgres, pgSmall.url]);
+    if (baselineCreate.sqlite) checks.push(['baseline sqlite', baselineCreate.sqlite, `sqlite:${small}.baseline`]);
+    if (baselineCreate.postgres && pgSmall) checks.push(['baseline postgres', baselineCreate.postgres, pgSmall.url]);
     for (const [name, t, url] of checks) {
       const stored = await countStored(url, t.acknowledged);
       const answered = t.acknowledged.length;

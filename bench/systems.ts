@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = (path: string) => fileURLToPath(new URL(`../${path}`, import.meta.url));
@@ -58,11 +59,15 @@ async function untilAnswers(url: string, child: ChildProcess, what: string): Pro
 /**
  * plantstore as users run it: the compiled CLI, `serve`, default settings but for the store and port.
  * Its log goes to a file, as in production, not to a pipe this busy process would have to drain.
+ * `checkout` runs another checkout's build instead (the bench's --baseline).
  */
-export async function startPlantstore(name: string, databaseUrl: string, logFile: string, env: NodeJS.ProcessEnv = {}): Promise<System> {
+export async function startPlantstore(
+  name: string, databaseUrl: string, logFile: string, env: NodeJS.ProcessEnv = {}, checkout?: string,
+): Promise<System> {
   const port = await freePort();
   const log = openSync(logFile, 'a');
-  const child = spawn(process.execPath, [root('bin/plantstore.js'), 'serve', '--port', String(port)], {
+  const bin = checkout === undefined ? root('bin/plantstore.js') : join(checkout, 'bin/plantstore.js');
+  const child = spawn(process.execPath, [bin, 'serve', '--port', String(port)], {
     env: { ...process.env, DATABASE_URL: databaseUrl, ...env },
     stdio: ['ignore', log, log],
   });

@@ -142,7 +142,10 @@ export async function quickCheck(path: string, realPath: string): Promise<void> 
     worker.once('exit', (code) => reject(new Error(`the quick_check worker exited with code ${code}`)));
   });
   if ('error' in answer) throw openFailure(path, realPath, Object.assign(new Error(answer.error.message), { code: answer.error.code }));
-  if (answer.problems.join() !== 'ok') throw corruptStore(path, realPath, `PRAGMA quick_check: ${answer.problems.join('; ')}`);
+  if (answer.problems.join() === 'ok') return;
+  // One line for the start-up message: rows may hold several lines, the first naming the schema.
+  const lines = answer.problems.flatMap((p) => p.split('\n')).filter((l) => l !== '' && !l.startsWith('*** in database'));
+  throw corruptStore(path, realPath, `PRAGMA quick_check: ${lines.slice(0, 3).join('; ')}${lines.length > 3 ? '; …' : ''}`);
 }
 
 export interface FileIdentity {

@@ -1,26 +1,18 @@
 import assert from 'node:assert/strict';
 import { chmodSync, chownSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import { parseDatabaseUrl } from '../../src/config.js';
 import { openStore } from '../../src/store/open.js';
 import { StoreLockedError } from '../../src/store/sqlite.js';
 import { BACKEND, silentLogger } from '../helpers.js';
 import { runCli, spawnServer, startServer } from '../process.js';
-import { NOBODY, serve, tempDir } from './spawn.js';
+import { exitCode, NOBODY, serve, tempDir } from './spawn.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 
 const options = { logger: silentLogger, poolSize: 1, startupTimeoutMs: 1000, server: true };
 const sqlite = (path: string) => parseDatabaseUrl(`sqlite:${path}`);
-
-/** A start-up that fails must end by itself; one still running after this is a hang. */
-const EXIT_WITHIN_MS = 15_000;
-
-function exitCode(exited: Promise<number | null>): Promise<number | null | 'still running'> {
-  return Promise.race([exited, sleep(EXIT_WITHIN_MS).then(() => 'still running' as const)]);
-}
 
 test('the server lock holds whatever path names the store: a symlink to it, a relative symlink, a path through ..', async (t) => {
   const dir = tempDir(t);

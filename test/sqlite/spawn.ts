@@ -69,6 +69,11 @@ export function serve(t: TestContext, env: Record<string, string>, { as, fileSiz
   return { child, exited, output: () => out, listening };
 }
 
+/** A start-up that fails must end by itself: the exit code, or 'still running' after `ms` (a hang). */
+export function exitCode(exited: Promise<number | null>, ms = 15_000): Promise<number | null | 'still running'> {
+  return Promise.race([exited, sleep(ms, undefined, { ref: false }).then(() => 'still running' as const)]);
+}
+
 /** Polls until `done` holds, at most `ms`; the last value either way. */
 export async function eventually<T>(ms: number, get: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
   const end = Date.now() + ms;

@@ -9,6 +9,7 @@ import { PageCache } from './page-cache.js';
 import { MemoryRateCounter } from './rate-counter.js';
 import { currentUser, isBusy, isUnwritable, named, openFailure, storeError } from './sqlite-errors.js';
 import { identityOf, prepareStorePath, quickCheck, takeServerLock, watchIdentity } from './sqlite-file.js';
+import { FIRST_RETRY_MS, MAX_RETRY_MS, WriteQueue } from './sqlite-queue.js';
 import {
   StoreUnavailableError,
   type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type RateCount, type Store, type TokenRecord,
@@ -33,18 +34,6 @@ interface TokenRow {
   revoked_at: number | null;
 }
 
-interface QueuedWrite {
-  /** Whose plants the write changes, so cached pages of theirs are dropped after it; null: no plants (tokens). */
-  readonly owner: string | null;
-  run(): unknown;
-  resolve(value: unknown): void;
-  reject(error: unknown): void;
-  /** Set when the write first finds the lock taken: past this, it fails with 503 instead of waiting on. */
-  deadline: number | undefined;
-}
-
-type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
-
 const LIST_SQL = {
   owner: 'SELECT seq, name, tag FROM plants WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?',
   ownerTag: 'SELECT seq, name, tag FROM plants WHERE owner = ? AND tag = ? AND seq > ? ORDER BY seq LIMIT ?',
@@ -54,13 +43,6 @@ const LIST_SQL = {
 
 /** How long a write waits for another process (the CLI) holding the write lock, then 503. */
 const BUSY_TIMEOUT_MS = 5000;
-/**
- * While the lock is taken, the write queue tries again after 1 ms, doubling up to 50 ms: a CLI command
- * holds the lock for a few milliseconds, so most waits end within the first tries, and a long one
- * costs at most 20 attempts a second.
- */
-const FIRST_RETRY_MS = 1;
-const MAX_RETRY_MS = 50;
 /** How often the server checks that its store file is still the file at its path. */
 const WATCH_INTERVAL_MS = 1000;
 /** While the store cannot be written, /readyz tries a write at most this often. */
@@ -164,21 +146,13 @@ class SqliteStore implements Store {
   readonly #file: StoreFile;
   /** In memory: one server per store, so its counts are all the counts. */
   readonly #rates = new MemoryRateCounter();
-  #queue: QueuedWrite[] = [];
-  readonly #commitQueue: () => void;
-  /** The queue is waiting for another process's write lock: the timer of its next try. */
-  #retry: NodeJS.Timeout | undefined;
-  #retryMs = FIRST_RETRY_MS;
-  #closing = false;
+  readonly #writes: WriteQueue;
   /** Why nothing may be read or written (the file was deleted, or the store closed); ping, reads and writes fail with 503. */
   #unavailable: Error | undefined;
   /** The last write failed because the store cannot be written (read-only, disk full, I/O error); /readyz says so. */
   #unwritable: { error: unknown; probedAt: number } | undefined;
   #stopWatch: (() => void) | undefined;
 
-  readonly #begin: Database.Statement<[]>;
-  readonly #commit: Database.Statement<[]>;
-  readonly #rollback: Database.Statement<[]>;
   readonly #probe: () => void;
   readonly #insertPlant: Database.Statement<[string, bigint, string, string | null]>;
   readonly #findPlant: Database.Statement<[string, bigint], { name: string; tag: string | null }>;
@@ -194,9 +168,14 @@ class SqliteStore implements Store {
     this.#cache = cache;
     this.#lock = lock;
     this.#file = file;
-    this.#begin = db.prepare('BEGIN IMMEDIATE');
-    this.#commit = db.prepare('COMMIT');
-    this.#rollback = db.prepare('ROLLBACK');
+    this.#writes = new WriteQueue(db, file.busyTimeoutMs, {
+      unavailable: () => this.#unavailable,
+      wrote: (owner) => cache.wrote(owner),
+      cannotWrite: (error) => this.#cannotWrite(error),
+      committed: () => {
+        if (this.#unwritable) this.#canWrite();
+      },
+    });
     // Rewrites one row as it is: a real write and fsync, the only way to learn whether the file can
     // be written (a file SQLite opened read-only still begins transactions).
     const touch = db.prepare('UPDATE schema_migrations SET applied_at = applied_at WHERE version = (SELECT max(version) FROM schema_migrations)');
@@ -220,8 +199,6 @@ class SqliteStore implements Store {
     this.#tokenByHash = db.prepare('SELECT * FROM tokens WHERE hash = ?');
     this.#tokens = db.prepare('SELECT * FROM tokens ORDER BY id');
     this.#revokeToken = db.prepare('UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
-    // An arrow function in a field, so that it can be handed to setImmediate/setTimeout as it is.
-    this.#commitQueue = () => this.#commitBatch();
   }
 
   /** Server only: learn now whether the file can be written, and from now on whether it is still the file at its path. */
@@ -271,102 +248,12 @@ class SqliteStore implements Store {
     this.#file.logger?.info({ path: this.#file.realPath }, `the SQLite store ${named(this.#file.path, this.#file.realPath)} can be written again`);
   }
 
-  /**
-   * Group commit. Writes that arrive during one turn of the event loop (typically every request parsed
-   * from the sockets that were readable together) run in one transaction: one fsync for all of them,
-   * and each caller is answered only after that commit returned. While another process holds the
-   * write lock, the queue waits on a timer (see FIRST_RETRY_MS), later writes queue behind in order,
-   * and each write that has waited busyTimeoutMs fails with 503.
-   */
-  #write<T>(owner: string | null, run: () => T): Promise<T> {
-    if (this.#unavailable) return Promise.reject(new StoreUnavailableError(this.#unavailable));
-    return new Promise<T>((resolve, reject) => {
-      if (this.#queue.push({ owner, run, resolve: resolve as (v: unknown) => void, reject, deadline: undefined }) === 1) {
-        setImmediate(this.#commitQueue);
-      }
-    });
-  }
-
-  #commitBatch(): void {
-    this.#retry = undefined;
-    const writes = this.#queue;
-    this.#queue = [];
-    if (writes.length === 0) return;
-    if (this.#unavailable) return this.#fail(writes, new StoreUnavailableError(this.#unavailable));
-    try {
-      this.#begin.run();
-    } catch (error) {
-      return isBusy(error) ? this.#waitForLock(writes, error) : this.#fail(writes, error);
-    }
-    this.#retryMs = FIRST_RETRY_MS;
-    const outcomes: Outcome[] = [];
-    let aborted: unknown;
-    for (const w of writes) {
-      if (aborted !== undefined) {
-        outcomes.push({ ok: false, error: aborted });
-        continue;
-      }
-      try {
-        outcomes.push({ ok: true, value: w.run() });
-      } catch (error) {
-        // A failed statement rolls back only itself and the others still commit, unless SQLite rolled
-        // back the whole transaction (disk full, I/O error): the rest would then commit one by one.
-        outcomes.push({ ok: false, error });
-        if (!this.#db.inTransaction) aborted = error;
-      }
-    }
-    try {
-      if (aborted === undefined) this.#commit.run();
-    } catch (error) {
-      aborted = error;
-      if (this.#db.inTransaction) this.#rollback.run();
-    } finally {
-      for (const w of writes) if (w.owner !== null) this.#cache.wrote(w.owner);
-    }
-    if (aborted !== undefined) return this.#fail(writes, aborted);
-    let cannotWrite: unknown;
-    outcomes.forEach((o, i) => {
-      if (o.ok) return writes[i]?.resolve(o.value);
-      if (isUnwritable(o.error)) cannotWrite = o.error;
-      writes[i]?.reject(storeError(o.error));
-    });
-    if (cannotWrite !== undefined) this.#cannotWrite(cannotWrite);
-    else if (this.#unwritable && outcomes.some((o) => o.ok)) this.#canWrite();
-  }
-
-  #failure(error: unknown): unknown {
-    if (isUnwritable(error)) this.#cannotWrite(error);
-    return storeError(error);
-  }
-
-  #fail(writes: QueuedWrite[], error: unknown): void {
-    const failure = this.#failure(error);
-    for (const w of writes) w.reject(failure);
-  }
-
-  /** Another process holds the write lock: fail the writes that waited long enough, try the rest again soon. */
-  #waitForLock(writes: QueuedWrite[], busy: unknown): void {
-    const now = performance.now();
-    const waiting: QueuedWrite[] = [];
-    for (const w of writes) {
-      w.deadline ??= now + this.#file.busyTimeoutMs;
-      if (w.deadline <= now || this.#closing) w.reject(new StoreUnavailableError(busy));
-      else waiting.push(w);
-    }
-    const first = waiting[0];
-    if (first?.deadline === undefined) return;
-    // Nothing was queued meanwhile (all of this is synchronous), so the order is kept.
-    this.#queue = waiting;
-    this.#retry = setTimeout(this.#commitQueue, Math.min(this.#retryMs, first.deadline - now));
-    this.#retryMs = Math.min(this.#retryMs * 2, MAX_RETRY_MS);
-  }
-
   #readable(): void {
     if (this.#unavailable) throw new StoreUnavailableError(this.#unavailable);
   }
 
   createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome> {
-    return this.#write(owner, () => {
+    return this.#writes.add(owner, () => {
       if (this.#insertPlant.run(owner, plant.id, plant.name, plant.tag ?? null).changes === 1) return 'created';
       // Same transaction as the insert, so the row that conflicted is still there.
       const stored = this.#findPlant.get(owner, plant.id);
@@ -407,11 +294,11 @@ class SqliteStore implements Store {
   }
 
   deletePlant(owner: string, id: bigint): Promise<boolean> {
-    return this.#write(owner, () => this.#deletePlant.run(owner, id).changes === 1);
+    return this.#writes.add(owner, () => this.#deletePlant.run(owner, id).changes === 1);
   }
 
   async createToken(t: NewTokenRecord): Promise<TokenRecord> {
-    const row = await this.#write(null, () =>
+    const row = await this.#writes.add(null, () =>
       this.#insertToken.get(t.hash, t.user, t.scopes.join(' '), t.admin ? 1 : 0, t.name, Date.now(), t.expiresAt?.getTime() ?? null),
     );
     if (!row) throw new Error('token insert returned no row');
@@ -435,7 +322,7 @@ class SqliteStore implements Store {
   }
 
   revokeToken(id: number): Promise<boolean> {
-    return this.#write(null, () => this.#revokeToken.run(Date.now(), id).changes === 1);
+    return this.#writes.add(null, () => this.#revokeToken.run(Date.now(), id).changes === 1);
   }
 
   async hit(key: string, windowMs: number): Promise<RateCount> {
@@ -453,7 +340,8 @@ class SqliteStore implements Store {
       try {
         this.#probe();
       } catch (error) {
-        throw this.#failure(error);
+        if (isUnwritable(error)) this.#cannotWrite(error);
+        throw storeError(error);
       }
       this.#canWrite();
     }
@@ -467,10 +355,7 @@ class SqliteStore implements Store {
   async close(): Promise<void> {
     if (!this.#db.open) return;
     this.#stopWatch?.();
-    clearTimeout(this.#retry);
-    // One last try for writes still queued; those that find the lock taken fail at once.
-    this.#closing = true;
-    this.#commitBatch();
+    this.#writes.close();
     this.#unavailable = new Error('the store is closed');
     this.#db.close();
     this.#lock?.close();

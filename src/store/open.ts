@@ -24,6 +24,7 @@ export async function openStore(database: DatabaseConfig, options: OpenOptions):
         ...(options.queryTimeoutMs === undefined ? {} : { busyTimeoutMs: options.queryTimeoutMs }),
         cachePlants: options.listCachePlants ?? 0,
         server: options.server ?? false,
+        logger: options.logger,
       });
     case 'postgres':
       return openPostgresStore({ url: database.url, ...options });

@@ -1,15 +1,21 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { statSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
+import type { Logger } from 'pino';
 import { plantOf, plantOfColumns, samePlant, type NewPlant } from '../domain/plant.js';
 import { isScope, type Scope } from '../domain/principal.js';
 import { loadMigrations } from './migrations.js';
 import { PageCache } from './page-cache.js';
+import { MemoryRateCounter } from './rate-counter.js';
+import { currentUser, isBusy, isUnwritable, named, openFailure, storeError } from './sqlite-errors.js';
+import { identityOf, prepareStorePath, quickCheck, takeServerLock, watchIdentity } from './sqlite-file.js';
+import { FIRST_RETRY_MS, MAX_RETRY_MS, WriteQueue } from './sqlite-queue.js';
 import {
   StoreUnavailableError,
   type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type RateCount, type Store, type TokenRecord,
 } from './store.js';
-import { MemoryRateCounter } from './rate-counter.js';
+
+export { StoreLockedError } from './sqlite-file.js';
 
 interface PlantRow {
   seq: number;
@@ -28,14 +34,6 @@ interface TokenRow {
   revoked_at: number | null;
 }
 
-interface QueuedWrite {
-  /** Whose plants the write changes, so cached pages of theirs are dropped after it. */
-  readonly owner: string;
-  run(): unknown;
-  resolve(value: unknown): void;
-  reject(error: unknown): void;
-}
-
 const LIST_SQL = {
   owner: 'SELECT seq, name, tag FROM plants WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?',
   ownerTag: 'SELECT seq, name, tag FROM plants WHERE owner = ? AND tag = ? AND seq > ? ORDER BY seq LIMIT ?',
@@ -43,17 +41,12 @@ const LIST_SQL = {
   allTag: 'SELECT seq, name, tag FROM plants WHERE tag = ? AND seq > ? ORDER BY seq LIMIT ?',
 };
 
-/**
- * Errors that mean "try again later" rather than "this request or our code is wrong": another process
- * held the lock past the busy timeout, or the disk is full.
- */
-function storeError(error: unknown): unknown {
-  const code = (error as { code?: unknown }).code;
-  return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === 'SQLITE_FULL' ? new StoreUnavailableError(error) : error;
-}
-
-/** How long a writer waits for another process (the CLI) holding the write lock, then 503. */
+/** How long a write waits for another process (the CLI) holding the write lock, then 503. */
 const BUSY_TIMEOUT_MS = 5000;
+/** How often the server checks that its store file is still the file at its path. */
+const WATCH_INTERVAL_MS = 1000;
+/** While the store cannot be written, /readyz tries a write at most this often. */
+const PROBE_INTERVAL_MS = 1000;
 
 export interface SqliteOptions {
   readonly busyTimeoutMs?: number;
@@ -61,52 +54,62 @@ export interface SqliteOptions {
   readonly cachePlants?: number;
   /** Take the server lock: one server per store (the CLI may still open it). */
   readonly server?: boolean;
+  /** Where the store reports what an operator must know: a new store created, the file lost, the disk failing. */
+  readonly logger?: Logger;
 }
 
-export class StoreLockedError extends Error {}
-
 /**
- * One server per SQLite store. Its writes are then the only writes to plants (the CLI writes tokens
- * only), which is what lets the page cache invalidate exactly without asking SQLite on every read;
- * several instances belong on PostgreSQL. The lock is SQLite's own exclusive lock on a sibling file,
- * held as long as the connection is open: the operating system releases it however the process ends,
- * kill -9 included, so a crash never leaves a stale lock behind.
+ * Calls `what` until it stops failing with SQLITE_BUSY, waiting on timers in between so that the event
+ * loop keeps serving; past `deadline`, the last error is thrown.
  */
-function takeServerLock(path: string): Database.Database {
-  const lockPath = `${path}.lock`;
-  const lock = new Database(lockPath);
-  try {
-    lock.pragma('locking_mode = EXCLUSIVE');
-    lock.exec('BEGIN EXCLUSIVE');
-    return lock;
-  } catch (error) {
-    lock.close();
-    if ((error as { code?: unknown }).code !== 'SQLITE_BUSY') throw error;
-    throw new StoreLockedError(
-      `another plantstore server is serving ${path} (it holds ${lockPath}); stop it first, or use PostgreSQL to run several instances`,
-    );
+async function whenNotBusy<T>(what: () => T, deadline: number): Promise<T> {
+  for (let wait = FIRST_RETRY_MS; ; wait = Math.min(wait * 2, MAX_RETRY_MS)) {
+    try {
+      return what();
+    } catch (error) {
+      const left = deadline - performance.now();
+      if (!isBusy(error) || left <= 0) throw error;
+      await sleep(Math.min(wait, left));
+    }
   }
 }
 
-export function openSqliteStore(path: string, { busyTimeoutMs = BUSY_TIMEOUT_MS, cachePlants = 0, server = false }: SqliteOptions = {}): Store {
-  mkdirSync(dirname(path), { recursive: true });
-  const lock = server ? takeServerLock(path) : undefined;
-  // Without the server lock, another process may write plants, so this handle keeps no page cache.
-  const cache = new PageCache(server ? cachePlants : 0);
-  const db = new Database(path);
+/**
+ * Every connection runs with busy_timeout 0: SQLite's busy handler sleeps inside the call, which in
+ * Node blocks the event loop (health checks, cached lists, every other request) for as long as another
+ * process holds the lock. Waiting for a lock is done here instead, on timers: at open by `whenNotBusy`,
+ * afterwards by the write queue. Reads never wait: in WAL mode they need no lock that a writer holds.
+ */
+export async function openSqliteStore(
+  path: string,
+  { busyTimeoutMs = BUSY_TIMEOUT_MS, cachePlants = 0, server = false, logger }: SqliteOptions = {},
+): Promise<Store> {
+  const realPath = prepareStorePath(path);
+  const lock = server ? takeServerLock(path, realPath) : undefined;
+  let db: Database.Database | undefined;
   try {
-    // First, so that even switching to WAL waits for a CLI that holds a lock at this moment.
-    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
-    const mode = db.pragma('journal_mode = WAL', { simple: true });
-    if (mode !== 'wal') throw new Error(`SQLite refused WAL mode (got ${String(mode)}) for ${path}`);
+    const existing = statSync(realPath, { throwIfNoEntry: false });
+    const created = existing === undefined || existing.size === 0;
+    db = new Database(realPath, { timeout: 0 });
+    // Before anything writes to it. Server only: the CLI's short commands would pay for a full read.
+    if (server && !created) await quickCheck(path, realPath);
+    const deadline = performance.now() + busyTimeoutMs;
+    const connection = db;
+    const mode = await whenNotBusy(() => connection.pragma('journal_mode = WAL', { simple: true }), deadline);
+    if (mode !== 'wal') throw new Error(`SQLite refused WAL mode (got ${String(mode)}) for ${named(path, realPath)}`);
     // FULL: every commit fsyncs the WAL, so an acknowledged create survives power loss, not only a crash.
     db.pragma('synchronous = FULL');
-    migrate(db);
-    return new SqliteStore(db, cache, lock);
+    await whenNotBusy(() => migrate(connection), deadline);
+    // Said out loud: after the file was deleted or DATABASE_URL mistyped, this is how an operator learns
+    // that the store is empty because it is new.
+    if (created) logger?.info({ path: realPath }, `no store at ${named(path, realPath)}: created a new, empty one`);
+    const store = new SqliteStore(db, new PageCache(server ? cachePlants : 0), lock, { path, realPath, busyTimeoutMs, logger });
+    if (server) await store.watch(deadline);
+    return store;
   } catch (error) {
-    db.close();
+    db?.close();
     lock?.close();
-    throw error;
+    throw openFailure(path, realPath, error);
   }
 }
 
@@ -127,16 +130,30 @@ function migrate(db: Database.Database): void {
   apply.immediate();
 }
 
+interface StoreFile {
+  /** As configured, for messages. */
+  readonly path: string;
+  readonly realPath: string;
+  readonly busyTimeoutMs: number;
+  readonly logger: Logger | undefined;
+}
+
 class SqliteStore implements Store {
   readonly backend = 'sqlite';
   readonly #db: Database.Database;
   readonly #cache: PageCache;
   readonly #lock: Database.Database | undefined;
+  readonly #file: StoreFile;
   /** In memory: one server per store, so its counts are all the counts. */
   readonly #rates = new MemoryRateCounter();
-  #queue: QueuedWrite[] = [];
-  readonly #commitQueue: () => void;
+  readonly #writes: WriteQueue;
+  /** Why nothing may be read or written (the file was deleted, or the store closed); ping, reads and writes fail with 503. */
+  #unavailable: Error | undefined;
+  /** The last write failed because the store cannot be written (read-only, disk full, I/O error); /readyz says so. */
+  #unwritable: { error: unknown; probedAt: number } | undefined;
+  #stopWatch: (() => void) | undefined;
 
+  readonly #probe: () => void;
   readonly #insertPlant: Database.Statement<[string, bigint, string, string | null]>;
   readonly #findPlant: Database.Statement<[string, bigint], { name: string; tag: string | null }>;
   readonly #deletePlant: Database.Statement<[string, bigint]>;
@@ -146,10 +163,24 @@ class SqliteStore implements Store {
   readonly #tokens: Database.Statement<[], TokenRow>;
   readonly #revokeToken: Database.Statement<[number, number]>;
 
-  constructor(db: Database.Database, cache: PageCache, lock: Database.Database | undefined) {
+  constructor(db: Database.Database, cache: PageCache, lock: Database.Database | undefined, file: StoreFile) {
     this.#db = db;
     this.#cache = cache;
     this.#lock = lock;
+    this.#file = file;
+    this.#writes = new WriteQueue(db, file.busyTimeoutMs, {
+      unavailable: () => this.#unavailable,
+      wrote: (owner) => cache.wrote(owner),
+      cannotWrite: (error) => this.#cannotWrite(error),
+      committed: () => {
+        if (this.#unwritable) this.#canWrite();
+      },
+    });
+    // Rewrites one row as it is: a real write and fsync, the only way to learn whether the file can
+    // be written (a file SQLite opened read-only still begins transactions).
+    const touch = db.prepare('UPDATE schema_migrations SET applied_at = applied_at WHERE version = (SELECT max(version) FROM schema_migrations)');
+    const probe = db.transaction(() => touch.run());
+    this.#probe = () => probe.immediate();
     this.#insertPlant = db.prepare(
       'INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING',
     );
@@ -168,48 +199,61 @@ class SqliteStore implements Store {
     this.#tokenByHash = db.prepare('SELECT * FROM tokens WHERE hash = ?');
     this.#tokens = db.prepare('SELECT * FROM tokens ORDER BY id');
     this.#revokeToken = db.prepare('UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
-
-    const commit = db.transaction((writes: QueuedWrite[]) =>
-      writes.map((w) => {
-        try {
-          return { ok: true as const, value: w.run() };
-        } catch (error) {
-          // A failed statement rolls back only itself; the others in the batch still commit.
-          return { ok: false as const, error };
-        }
-      }),
-    );
-    this.#commitQueue = () => {
-      const writes = this.#queue;
-      this.#queue = [];
-      let results;
-      try {
-        results = commit.immediate(writes);
-      } catch (error) {
-        for (const w of writes) w.reject(storeError(error));
-        return;
-      } finally {
-        for (const w of writes) this.#cache.wrote(w.owner);
-      }
-      results.forEach((r, i) => (r.ok ? writes[i]?.resolve(r.value) : writes[i]?.reject(storeError(r.error))));
-    };
   }
 
-  /**
-   * Group commit. Writes that arrive during one turn of the event loop (typically every request parsed
-   * from the sockets that were readable together) run in one transaction: one fsync for all of them,
-   * and each caller is answered only after that commit returned.
-   */
-  #write<T>(owner: string, run: () => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      if (this.#queue.push({ owner, run, resolve: resolve as (v: unknown) => void, reject }) === 1) {
-        setImmediate(this.#commitQueue);
-      }
-    });
+  /** Server only: learn now whether the file can be written, and from now on whether it is still the file at its path. */
+  async watch(deadline: number): Promise<void> {
+    try {
+      await whenNotBusy(this.#probe, deadline);
+    } catch (error) {
+      if (!isUnwritable(error)) throw error;
+      this.#cannotWrite(error);
+    }
+    this.#stopWatch = watchIdentity(this.#file.realPath, identityOf(this.#file.realPath), WATCH_INTERVAL_MS, (problem) => this.#fileChanged(problem));
+  }
+
+  #fileChanged(problem: string | undefined): void {
+    const where = named(this.#file.path, this.#file.realPath);
+    if (problem === undefined) {
+      this.#unavailable = undefined;
+      this.#file.logger?.info({ path: this.#file.realPath }, `the SQLite store ${where} is back at its path; serving again`);
+      return;
+    }
+    this.#unavailable = new Error(`the SQLite store ${where} ${problem} while the server was running`);
+    const proc = process.platform === 'linux'
+      ? ` (until this process ends, a deleted file stays readable through /proc/${process.pid}/fd: see ls -l /proc/${process.pid}/fd)`
+      : '';
+    this.#file.logger?.error(
+      { path: this.#file.realPath },
+      `${this.#unavailable.message}. This server now answers 503 to every request that needs the store, reports unready, ` +
+        'and writes nothing more. If the file was moved, moving it back lets the server recover by itself; otherwise stop ' +
+        `the server, restore the store from a backup${proc}, and start it again: started as it is, it would begin on a new, empty store.`,
+    );
+  }
+
+  #cannotWrite(error: unknown): void {
+    const first = this.#unwritable === undefined;
+    this.#unwritable = { error, probedAt: performance.now() };
+    if (!first) return;
+    this.#file.logger?.error(
+      { path: this.#file.realPath, err: error },
+      `cannot write the SQLite store ${named(this.#file.path, this.#file.realPath)} (${(error as Error).message}): writes answer 503 ` +
+        `and /readyz reports unready until a write succeeds. Check that ${currentUser()} may write the file and its directory ` +
+        '(a file opened read-only needs a restart of the server), and that the disk is writable and has room.',
+    );
+  }
+
+  #canWrite(): void {
+    this.#unwritable = undefined;
+    this.#file.logger?.info({ path: this.#file.realPath }, `the SQLite store ${named(this.#file.path, this.#file.realPath)} can be written again`);
+  }
+
+  #readable(): void {
+    if (this.#unavailable) throw new StoreUnavailableError(this.#unavailable);
   }
 
   createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome> {
-    return this.#write(owner, () => {
+    return this.#writes.add(owner, () => {
       if (this.#insertPlant.run(owner, plant.id, plant.name, plant.tag ?? null).changes === 1) return 'created';
       // Same transaction as the insert, so the row that conflicted is still there.
       const stored = this.#findPlant.get(owner, plant.id);
@@ -219,6 +263,7 @@ class SqliteStore implements Store {
   }
 
   async listPlants(query: ListQuery): Promise<PlantPage> {
+    this.#readable();
     if (!this.#cache.enabled) return this.#readPage(query);
     const key = this.#cache.key(query);
     const cached = this.#cache.get(query, key);
@@ -229,14 +274,19 @@ class SqliteStore implements Store {
   }
 
   #readPage({ owner, tag, after = 0, limit }: ListQuery): PlantPage {
-    const rows =
-      owner === null
-        ? tag === undefined
-          ? this.#list.all.all(after, limit + 1)
-          : this.#list.allTag.all(tag, after, limit + 1)
-        : tag === undefined
-          ? this.#list.owner.all(owner, after, limit + 1)
-          : this.#list.ownerTag.all(owner, tag, after, limit + 1);
+    let rows;
+    try {
+      rows =
+        owner === null
+          ? tag === undefined
+            ? this.#list.all.all(after, limit + 1)
+            : this.#list.allTag.all(tag, after, limit + 1)
+          : tag === undefined
+            ? this.#list.owner.all(owner, after, limit + 1)
+            : this.#list.ownerTag.all(owner, tag, after, limit + 1);
+    } catch (error) {
+      throw storeError(error);
+    }
     const more = rows.length > limit;
     if (more) rows.pop();
     const plants = rows.map(plantOfColumns);
@@ -244,41 +294,69 @@ class SqliteStore implements Store {
   }
 
   deletePlant(owner: string, id: bigint): Promise<boolean> {
-    return this.#write(owner, () => this.#deletePlant.run(owner, id).changes === 1);
+    return this.#writes.add(owner, () => this.#deletePlant.run(owner, id).changes === 1);
   }
 
   async createToken(t: NewTokenRecord): Promise<TokenRecord> {
-    const row = this.#insertToken.get(
-      t.hash, t.user, t.scopes.join(' '), t.admin ? 1 : 0, t.name, Date.now(), t.expiresAt?.getTime() ?? null,
+    const row = await this.#writes.add(null, () =>
+      this.#insertToken.get(t.hash, t.user, t.scopes.join(' '), t.admin ? 1 : 0, t.name, Date.now(), t.expiresAt?.getTime() ?? null),
     );
     if (!row) throw new Error('token insert returned no row');
     return tokenOf(row);
   }
 
   async findTokenByHash(hash: string): Promise<TokenRecord | null> {
-    const row = this.#tokenByHash.get(hash);
+    this.#readable();
+    let row;
+    try {
+      row = this.#tokenByHash.get(hash);
+    } catch (error) {
+      throw storeError(error);
+    }
     return row ? tokenOf(row) : null;
   }
 
   async listTokens(): Promise<TokenRecord[]> {
+    this.#readable();
     return this.#tokens.all().map(tokenOf);
   }
 
-  async revokeToken(id: number): Promise<boolean> {
-    return this.#revokeToken.run(Date.now(), id).changes === 1;
+  revokeToken(id: number): Promise<boolean> {
+    return this.#writes.add(null, () => this.#revokeToken.run(Date.now(), id).changes === 1);
   }
 
   async hit(key: string, windowMs: number): Promise<RateCount> {
     return this.#rates.hit(key, windowMs);
   }
 
+  /** Ready: the file is still the store's, it can be read, and (after a failed write) written. */
   async ping(): Promise<void> {
-    this.#db.pragma('schema_version', { simple: true });
+    this.#readable();
+    const unwritable = this.#unwritable;
+    if (unwritable) {
+      // Nothing else would find out that the disk was fixed: an unready server gets no writes to try.
+      if (performance.now() - unwritable.probedAt < PROBE_INTERVAL_MS) throw new StoreUnavailableError(unwritable.error);
+      unwritable.probedAt = performance.now();
+      try {
+        this.#probe();
+      } catch (error) {
+        if (isUnwritable(error)) this.#cannotWrite(error);
+        throw storeError(error);
+      }
+      this.#canWrite();
+    }
+    try {
+      this.#db.pragma('schema_version', { simple: true });
+    } catch (error) {
+      throw storeError(error);
+    }
   }
 
   async close(): Promise<void> {
     if (!this.#db.open) return;
-    if (this.#queue.length > 0) this.#commitQueue();
+    this.#stopWatch?.();
+    this.#writes.close();
+    this.#unavailable = new Error('the store is closed');
     this.#db.close();
     this.#lock?.close();
   }

@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { test } from 'node:test';
+import Database from 'better-sqlite3';
+import { StoreUnavailableError } from '../../src/store/store.js';
+import { BACKEND, testDatabase, testStore, TEST_QUERY_TIMEOUT_MS } from '../helpers.js';
+import { runCli, startServer } from '../process.js';
+import { call, errorCode, type Answer } from './spawn.js';
+
+if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
+
+/** The busy timeout a server runs with (not configurable; README, "Limits"). */
+const SERVER_BUSY_TIMEOUT_MS = 5000;
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+}
+
+/** Another process's connection holding SQLite's write lock, as `BEGIN IMMEDIATE` in the sqlite3 shell does. */
+function holdWriteLock(path: string): () => void {
+  const other = new Database(path);
+  other.exec('BEGIN IMMEDIATE');
+  return () => {
+    if (!other.open) return;
+    other.exec('ROLLBACK');
+    other.close();
+  };
+}
+
+async function served(t: Parameters<typeof testDatabase>[0]) {
+  const { url } = await testDatabase(t);
+  const env = { DATABASE_URL: url };
+  const token = (await runCli(['token', 'create', '--user', 'alice'], env)).stdout.trim();
+  const server = await startServer(t, env);
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  const create = (id: number) => call(`${server.url}/plants`, { method: 'POST', headers, body: JSON.stringify({ id, name: `p${id}` }) });
+  const list = () => call(`${server.url}/plants`, { headers });
+  return { server, path: url.slice('sqlite:'.length), create, list };
+}
+
+test('while another process holds the write lock for 8 s, /healthz and a cached list answer within 100 ms, a create answers 503 50300 after 5 s', async (t) => {
+  const { server, path, create, list } = await served(t);
+  assert.equal((await create(1)).status, 200);
+  assert.equal((await list()).status, 200, 'the list is now cached');
+
+  const release = holdWriteLock(path);
+  t.after(release);
+  const held = performance.now();
+  const blocked = create(2);
+  // Requests fired on a clock, not one after the other: a blocked event loop delays every one sent meanwhile.
+  const samples: Array<Promise<{ health: Answer; list: Answer }>> = [];
+  while (performance.now() - held < 8000) {
+    samples.push(Promise.all([call(`${server.url}/healthz`), list()]).then(([health, cached]) => ({ health, list: cached })));
+    await sleep(100);
+  }
+  release();
+  const answers = await Promise.all(samples);
+  const late = await blocked;
+
+  assert.ok(answers.every((a) => a.health.status === 200 && a.list.status === 200));
+  assert.equal(answers[0]?.list.body, '[{"name":"p1"}]');
+  const health = median(answers.map((a) => a.health.ms));
+  const cached = median(answers.map((a) => a.list.ms));
+  assert.ok(health <= 100, `/healthz took ${health.toFixed(0)} ms (median of ${answers.length}) while the lock was held`);
+  assert.ok(cached <= 100, `the cached list took ${cached.toFixed(0)} ms (median of ${answers.length}) while the lock was held`);
+
+  assert.equal(late.status, 503);
+  assert.equal(errorCode(late), 50300);
+  assert.equal(late.headers.get('retry-after'), '2');
+  assert.ok(late.ms >= SERVER_BUSY_TIMEOUT_MS - 500 && late.ms <= SERVER_BUSY_TIMEOUT_MS + 1500, `the create answered after ${late.ms.toFixed(0)} ms`);
+
+  assert.equal((await create(2)).status, 200, 'once the lock is released, the same create succeeds');
+  assert.equal((await list()).body, '[{"name":"p1"},{"name":"p2"}]');
+});
+
+test('a create that finds the write lock taken succeeds once it is released within the busy timeout', async (t) => {
+  const { path, create } = await served(t);
+  const release = holdWriteLock(path);
+  t.after(release);
+  const pending = create(1);
+  await sleep(1500);
+  release();
+  const answer = await pending;
+  assert.equal(answer.status, 200, answer.body);
+  assert.ok(answer.ms >= 1400, `answered after ${answer.ms.toFixed(0)} ms: it waited for the lock`);
+});
+
+test('writes waiting for the lock keep their order, and each waits the busy timeout from its own first try', async (t) => {
+  const { store, holdWriteLock: hold } = await testStore(t);
+  const release = await hold();
+  const started = performance.now();
+  const first = store.createPlant('alice', { id: 1n, name: 'first' }).then(
+    () => assert.fail('the first write should have timed out'),
+    (error: unknown) => ({ error, ms: performance.now() - started }),
+  );
+  await sleep(TEST_QUERY_TIMEOUT_MS * 0.6);
+  const later = [2n, 3n, 4n].map((id) => store.createPlant('alice', { id, name: `p${id}` }));
+  const failed = await first;
+  assert.ok(failed.error instanceof StoreUnavailableError);
+  assert.ok(failed.ms >= TEST_QUERY_TIMEOUT_MS - 50, `the first write failed after ${failed.ms.toFixed(0)} ms`);
+  await sleep(TEST_QUERY_TIMEOUT_MS * 0.2);
+  await release();
+  assert.deepEqual(await Promise.all(later), ['created', 'created', 'created']);
+  assert.equal(await store.createPlant('alice', { id: 5n, name: 'p5' }), 'created');
+  const page = await store.listPlants({ owner: 'alice', limit: 10 });
+  assert.deepEqual(page.plants.map((p) => p.name), ['p2', 'p3', 'p4', 'p5']);
+});

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { BACKEND } from '../helpers.js';
+import { runCli } from '../process.js';
+import { call, errorCode, eventually, NOBODY, serve, tempDir, type Served, type ServeOptions } from './spawn.js';
+
+if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
+
+/** A store with alice's token, served with `options`; resolves once the store is open (no more 50301). */
+async function served(t: TestContext, dir: string, options: ServeOptions, prepare: (path: string) => void = () => undefined) {
+  const path = join(dir, 'store.db');
+  const env = { DATABASE_URL: `sqlite:${path}` };
+  const token = (await runCli(['token', 'create', '--user', 'alice'], env)).stdout.trim();
+  prepare(path);
+  const server: Served = serve(t, env, options);
+  const url = await server.listening;
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  const create = (id: number) => call(`${url}/plants`, { method: 'POST', headers, body: JSON.stringify({ id, name: `${'x'.repeat(190)}${id}` }) });
+  const list = () => call(`${url}/plants?limit=1`, { headers });
+  const ready = () => call(`${url}/readyz`);
+  const opened = await eventually(10_000, ready, (a) => errorCode(a) !== 50301);
+  assert.notEqual(errorCode(opened), 50301, `the store did not open: ${server.output()}`);
+  return { path, server, create, list, ready };
+}
+
+test('a store file the server\'s user cannot write: reads are served, writes answer 503 50300 (not 500), /readyz 503 50300, and an error says why', async (t) => {
+  const dir = tempDir(t, NOBODY);
+  // The store (created by root) stays root's, mode 644; its directory is nobody's, so the server can
+  // take its lock and SQLite its -wal and -shm files, but opens the store itself read-only.
+  const s = await served(t, dir, { as: NOBODY });
+  const ready = await s.ready();
+  assert.equal(ready.status, 503);
+  assert.equal(errorCode(ready), 50300);
+  const created = await s.create(1);
+  assert.equal(created.status, 503, created.body);
+  assert.equal(errorCode(created), 50300);
+  assert.equal(created.headers.get('retry-after'), '2');
+  assert.equal((await s.list()).status, 200, 'what is stored can still be read');
+  assert.match(s.server.output(), new RegExp(`"level":50,.*"msg":"cannot write the SQLite store ${s.path} \\(attempt to write a readonly database\\).*user nobody may write`));
+});
+
+test('a disk that fills up under a running server: writes answer 503 50300 (not 500), /readyz turns 503, and both recover once there is room', async (t) => {
+  // RLIMIT_FSIZE of 400 blocks of 512 bytes: writes that grow a file past 200 kB fail (EFBIG), as on a full disk.
+  const s = await served(t, tempDir(t), { fileSizeBlocks: 400 });
+  assert.equal((await s.ready()).status, 200);
+  let failed;
+  for (let id = 1; id <= 2000 && failed === undefined; id++) {
+    const answer = await s.create(id);
+    if (answer.status !== 200) failed = { id, answer };
+  }
+  assert.ok(failed, 'the store never filled up');
+  assert.equal(failed.answer.status, 503, failed.answer.body);
+  assert.equal(errorCode(failed.answer), 50300);
+  const ready = await s.ready();
+  assert.equal(ready.status, 503);
+  assert.equal(errorCode(ready), 50300);
+  assert.equal((await s.list()).status, 200, 'reads go on');
+  assert.match(s.server.output(), /"level":50,.*"msg":"cannot write the SQLite store/);
+
+  // Room again (as root: raise the soft limit of the running server).
+  execFileSync('prlimit', ['--pid', String(s.server.child.pid), '--fsize=unlimited:unlimited']);
+  const back = await eventually(5000, s.ready, (a) => a.status === 200);
+  assert.equal(back.status, 200, `/readyz: ${back.body}`);
+  assert.equal((await s.create(failed.id)).status, 200, 'the same create succeeds');
+  assert.match(s.server.output(), /"level":30,.*"msg":"the SQLite store .* can be written again"/);
+});

@@ -1,5 +1,6 @@
+import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ConfigError, loadConfig, loadDatabaseConfig, OPTIONS } from './config.js';
+import { allowedValues, ConfigError, loadConfig, loadDatabaseConfig, OPTIONS, type DatabaseConfig, type OptionInfo } from './config.js';
 import { isScope, SCOPES, type Scope } from './domain/principal.js';
 import { pino } from 'pino';
 import { createLogger } from './logger.js';
@@ -23,28 +24,78 @@ Commands:
   token list            List tokens (never their secrets)
   token revoke ID       Revoke a token
 
-Run "plantstore <command> --help" for the options of a command.`,
-  serve: () => {
-    const rows = OPTIONS.map((o) => `  --${`${o.flag} VALUE`.padEnd(24)}${o.help}\n  ${''.padEnd(26)}env ${o.env}, default ${o.default}`);
-    return `Usage: plantstore serve [options]\n\nEach option can also be set in the environment; a flag wins over the environment.\n\n${rows.join('\n')}`;
-  },
-  migrate: `Usage: plantstore migrate [--database-url URL]\n\nApplies pending migrations (serve also does this at start). DATABASE_URL is read when the flag is absent.`,
+Options:
+  -h, --help            Show this help; "plantstore <command> --help" shows a command's options
+  -v, --version         Print plantstore's version
+
+Every command that uses the store says on stderr which one ("using sqlite:/…/plantstore.db"): the CLI and
+the server share a store only when they name the same one (DATABASE_URL, default sqlite:./data/plantstore.db,
+relative to the working directory).`,
+  serve: serveHelp,
+  migrate: `Usage: plantstore migrate [--database-url URL]
+
+Applies pending migrations (serve also does this at start). DATABASE_URL is read when the flag is absent.`,
   token: `Usage:
   plantstore token create --user NAME [--scope plants:read] [--scope plants:write] [--admin]
                           [--expires-in 30d|12h|15m|90s] [--name LABEL]
   plantstore token list [--json]
   plantstore token revoke ID
 
-  --user NAME        The user who owns the plants this token creates (required)
-  --scope SCOPE      ${SCOPES.join(' or ')}; repeat for both; default: both
-  --admin            The token lists every user's plants
-  --expires-in D     Lifetime; default: no expiry
-  --name LABEL       A label shown by "token list"
-  --json             token list: print a JSON array
-  --database-url URL The store to use (default: DATABASE_URL, else sqlite:./data/plantstore.db)
+  --user NAME         The user who owns the plants this token creates (required)
+  --scope SCOPE       ${SCOPES.join(' or ')}; repeat for both; default: both
+  --admin             The token lists every user's plants (so it needs plants:read)
+  --expires-in D      Lifetime; default: no expiry
+  --name LABEL        A label shown by "token list"
+  --json              token list: print a JSON array
+  --database-url URL  The store to use; default: DATABASE_URL, else sqlite:./data/plantstore.db,
+                      relative to the working directory. Use the server's store: run the command
+                      in the server's directory, or give it the server's DATABASE_URL.
 
-The secret is printed once, alone on the last line of stdout; only its SHA-256 hash is stored.`,
+The store used is printed on stderr ("using …"). The secret is printed once, alone on the last line of
+stdout; only its SHA-256 hash is stored.`,
 };
+
+/** Width of `serve --help`: the terminal's when it is narrower, so that nothing wraps mid-column. */
+const HELP_WIDTH = 100;
+
+/** Breaks `text` into lines of at most `width` characters, at spaces (a longer word keeps its own line). */
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line === '' ? word : `${line} ${word}`;
+    }
+  }
+  return [...lines, line];
+}
+
+/**
+ * Two aligned columns: the flag with its value's kind, then what it does, its environment variable, its
+ * default and what it accepts, wrapped within the description column.
+ */
+function serveHelp(width = Math.min(HELP_WIDTH, process.stdout.isTTY ? process.stdout.columns : HELP_WIDTH)): string {
+  const metavar = (o: OptionInfo) => (o.values?.kind === 'integer' ? 'N' : o.values?.kind === 'duration' ? 'DURATION' : 'VALUE');
+  const flags = OPTIONS.map((o: OptionInfo) => `--${o.flag} ${metavar(o)}`);
+  const column = Math.max(...flags.map((f) => f.length)) + 4; // two spaces of indent, two between columns
+  const textWidth = Math.max(30, width - column);
+  const rows = OPTIONS.map((o: OptionInfo, i) => {
+    const text = [
+      ...wrap(o.help, textWidth),
+      ...wrap([`env ${o.env}`, `default ${o.default === '' ? '(empty)' : o.default}`, allowedValues(o)].filter(Boolean).join(', '), textWidth),
+    ];
+    return text.map((line, j) => `${j === 0 ? `  ${flags[i]}`.padEnd(column) : ''.padEnd(column)}${line}`).join('\n');
+  });
+  return `Usage: plantstore serve [options]
+
+Each option can also be set by the environment variable named under it (env); a flag wins over the
+environment. N is a whole number; DURATION is a whole number and s, m, h or d.
+
+${rows.join('\n')}`;
+}
 
 function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T, allowPositionals = false) {
   try {
@@ -54,8 +105,32 @@ function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[]
   }
 }
 
+/** The store as the CLI names it on stderr: a PostgreSQL URL keeps everything but its passwords. */
+export function describeStore(database: DatabaseConfig): string {
+  if (database.kind === 'sqlite') return `sqlite:${database.path}`;
+  let url: URL;
+  try {
+    url = new URL(database.url);
+  } catch {
+    return `${database.url.slice(0, database.url.indexOf(':'))}://… (unparsable URL, not shown: it may hold a password)`;
+  }
+  if (url.password !== '') url.password = '***';
+  // node-postgres also reads passwords from the query string (password=, sslpassword=).
+  for (const name of [...url.searchParams.keys()]) if (/password/i.test(name)) url.searchParams.set(name, '***');
+  return url.toString();
+}
+
 async function withStore<T>(databaseUrl: string | undefined, use: (store: Store) => Promise<T>): Promise<T> {
   const config = loadDatabaseConfig(databaseUrl);
+  // A relative default means a CLI run from another directory finds another store, or makes a new one
+  // whose tokens the server never sees: say which store this is, and when it is new.
+  console.error(`using ${describeStore(config.database)}`);
+  if (config.database.kind === 'sqlite' && !existsSync(config.database.path)) {
+    console.error(
+      `no store at ${config.database.path} yet: creating a new one (a server started in another directory, ` +
+        'or with another DATABASE_URL, will not see it)',
+    );
+  }
   // Progress (waiting for PostgreSQL) goes to stderr, so stdout carries only the command's output.
   const logger = createLogger('info', pino.destination(2));
   const store = await openStore(config.database, {
@@ -112,8 +187,14 @@ async function tokenCreate(args: string[]): Promise<void> {
   );
   console.error(
     `Created token ${record.id} for user "${record.user}" (scopes: ${record.scopes.join(' ')}${record.admin ? ', admin' : ''}, ` +
-      `expires: ${record.expiresAt?.toISOString() ?? 'never'}).\nStore it now; it is not shown again:`,
+      `expires: ${record.expiresAt?.toISOString() ?? 'never'}).`,
   );
+  if (record.admin && !record.scopes.includes('plants:read')) {
+    // An admin's only extra power is listing every user's plants, which needs plants:read. The token is
+    // still created (it may be meant as a write-only token), but the admin flag is almost surely a mistake.
+    console.error('warning: --admin without plants:read: this token cannot list plants, so being admin gives it nothing.');
+  }
+  console.error('Store it now; it is not shown again:');
   console.log(secret);
 }
 
@@ -162,9 +243,19 @@ const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   'token revoke': tokenRevoke,
 };
 
+/** From package.json, which sits one level above both src/ and dist/. */
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [first, second, ...rest] = argv;
   try {
+    if (first === '--version' || first === '-v' || first === 'version') {
+      console.log(`plantstore ${version()}`);
+      return 0;
+    }
     if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
       console.log(HELP.main);
       return first === undefined ? 2 : 0;

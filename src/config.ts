@@ -37,12 +37,16 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
+/** What a number or duration option accepts, for `serve --help` and the README (others say so in their help). */
+export type OptionValues = { readonly kind: 'integer'; readonly min: number; readonly max: number } | { readonly kind: 'duration' };
+
 interface Option<K extends keyof Config> {
   readonly key: K;
   readonly env: string;
   readonly flag: string;
   readonly default: string;
   readonly help: string;
+  readonly values?: OptionValues;
   parse(value: string): Config[K];
 }
 
@@ -90,7 +94,7 @@ export const OPTIONS = [
   ),
   durationOption(
     'databaseStartupTimeoutMs', 'DATABASE_STARTUP_TIMEOUT', '30s',
-    'PostgreSQL: how long start-up waits for the database to accept connections (90s, 2m, …)',
+    'PostgreSQL: how long start-up waits for the database to accept connections',
   ),
   integerOption(
     'listCachePlants', 'LIST_CACHE_PLANTS', '100000',
@@ -164,8 +168,10 @@ export const OPTIONS = [
 ] as const;
 
 /** An option whose flag is its variable's name in kebab case (DATABASE_URL → --database-url). */
-function option<K extends keyof Config>(key: K, env: string, def: string, help: string, parse: (value: string) => Config[K]): Option<K> {
-  return { key, env, flag: env.toLowerCase().replaceAll('_', '-'), default: def, help, parse };
+function option<K extends keyof Config>(
+  key: K, env: string, def: string, help: string, parse: (value: string) => Config[K], values?: OptionValues,
+): Option<K> {
+  return { key, env, flag: env.toLowerCase().replaceAll('_', '-'), default: def, help, ...(values && { values }), parse };
 }
 
 function integerOption<K extends keyof Config>(key: K, env: string, def: string, help: string, min: number, max: number): Option<K> {
@@ -173,7 +179,7 @@ function integerOption<K extends keyof Config>(key: K, env: string, def: string,
     const n = /^\d{1,10}$/.test(value) ? Number(value) : NaN;
     if (!(n >= min && n <= max)) throw new ConfigError(`${env} must be a whole number from ${min} to ${max}, got "${value}"`);
     return n as Config[K];
-  });
+  }, { kind: 'integer', min, max });
 }
 
 function durationOption<K extends keyof Config>(key: K, env: string, def: string, help: string): Option<K> {
@@ -181,7 +187,7 @@ function durationOption<K extends keyof Config>(key: K, env: string, def: string
     const ms = parseDuration(value);
     if (ms === null) throw new ConfigError(`${env} must look like 30s or 2m, got "${value}"`);
     return ms as Config[K];
-  });
+  }, { kind: 'duration' });
 }
 
 const RATE = /^([1-9]\d{0,8})\/(second|minute|hour)$/;
@@ -228,8 +234,30 @@ export function loadDatabaseConfig(
   return { database: config.database, databasePoolSize: config.databasePoolSize, databaseStartupTimeoutMs: config.databaseStartupTimeoutMs };
 }
 
+/** Any option of the table, seen through the fields every option has. */
+export type OptionInfo = Omit<Option<keyof Config>, 'parse'>;
+
+/** What a number or duration option accepts ("range 0–65535"); nothing for the others (their help says it). */
+export function allowedValues(o: OptionInfo): string | undefined {
+  switch (o.values?.kind) {
+    case 'integer':
+      return `range ${o.values.min}–${o.values.max}`;
+    case 'duration':
+      // The format parseDuration accepts (src/domain/duration.ts).
+      return 'a duration (90s, 15m, 12h, 30d)';
+    default:
+      return undefined;
+  }
+}
+
 /** The README's configuration table; test/docs.test.ts checks that README.md contains exactly this. */
 export function configTableMarkdown(): string {
-  const rows = OPTIONS.map((o) => `| \`${o.env}\` | \`--${o.flag}\` | \`${o.default}\` | ${o.help} |`);
+  const rows = OPTIONS.map((o: OptionInfo) => {
+    const allowed = allowedValues(o);
+    const meaning = allowed === undefined ? o.help : `${o.help}. ${allowed[0]?.toUpperCase()}${allowed.slice(1)}.`;
+    // An empty code span (``) renders as two backticks.
+    const def = o.default === '' ? '(empty)' : `\`${o.default}\``;
+    return `| \`${o.env}\` | \`--${o.flag}\` | ${def} | ${meaning} |`;
+  });
   return ['| Variable | `serve` flag | Default | Meaning |', '|---|---|---|---|', ...rows].join('\n');
 }

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
+import { describeStore } from '../src/cli.js';
+import { OPTIONS, parseDatabaseUrl, type OptionInfo } from '../src/config.js';
 import { testDatabase } from './helpers.js';
 import { runCli, startServer } from './process.js';
 
@@ -91,4 +94,76 @@ test('the CLI works while the server runs, and a revocation reaches the server w
   assert.equal(res.status, 401);
   assert.equal(((await res.json()) as { error: number }).error, 40101);
   assert.equal(await server.stop(), 0);
+});
+
+test('--version and -v print the version from package.json', async () => {
+  const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+  for (const flag of ['--version', '-v']) {
+    const res = await runCli([flag]);
+    assert.equal(res.code, 0, res.stderr);
+    assert.equal(res.stdout, `plantstore ${version}\n`);
+  }
+});
+
+test('serve --help prints aligned columns: each option with its variable, default and, for numbers, range', async () => {
+  const res = await runCli(['serve', '--help']);
+  assert.equal(res.code, 0, res.stderr);
+  const lines = res.stdout.trimEnd().split('\n');
+  const first = lines.findIndex((l) => l.startsWith('  --'));
+  assert.ok(first > 0, res.stdout);
+  const rows = lines.slice(first);
+  // The description column starts at the same place on every line, option lines and continuations alike.
+  const column = /^ {2}--\S+ \S+ +/.exec(rows[0] ?? '')?.[0].length ?? 0;
+  assert.ok(column > 0);
+  for (const line of rows) {
+    if (line.startsWith('  --')) assert.match(line.slice(0, column), /^ {2}--\S+ \S+ +$/, line);
+    else assert.match(line.slice(0, column), /^ +$/, line);
+    assert.notEqual(line[column], ' ', `text starts at column ${column}: ${line}`);
+    assert.ok(line.length <= 100, `at most 100 characters: ${line}`);
+  }
+  const text = res.stdout.replace(new RegExp(`\n {${column}}`, 'g'), ' ');
+  assert.match(text, /--port N +TCP port.*env PORT, default 8080, range 0–65535/);
+  assert.match(text, /--request-timeout DURATION .*env REQUEST_TIMEOUT, default 30s, a duration \(90s, 15m, 12h, 30d\)/);
+  for (const o of OPTIONS as readonly OptionInfo[]) {
+    const range = o.values?.kind === 'integer' ? `, range ${o.values.min}–${o.values.max}` : '';
+    assert.ok(text.includes(`env ${o.env}, default ${o.default || '(empty)'}${range}`), `${o.env} in:\n${text}`);
+  }
+});
+
+test('every command that opens a store names it on stderr; stdout keeps only the output', async (t) => {
+  const db = await testDatabase(t);
+  const env = { DATABASE_URL: db.url };
+  const using = `using ${describeStore(parseDatabaseUrl(db.url))}\n`;
+  const created = await runCli(['token', 'create', '--user', 'alice'], env);
+  assert.equal(created.code, 0, created.stderr);
+  assert.ok(created.stderr.startsWith(using), created.stderr);
+  assert.match(created.stdout, /^pst_\S+\n$/, 'the secret alone on stdout');
+  for (const args of [['token', 'list'], ['token', 'revoke', '1'], ['migrate']]) {
+    const res = await runCli(args, env);
+    assert.equal(res.code, 0, res.stderr);
+    assert.ok(res.stderr.startsWith(using), `${args.join(' ')}: ${res.stderr}`);
+    assert.ok(!res.stdout.includes('using'), `${args.join(' ')}: ${res.stdout}`);
+  }
+});
+
+test('the store named on stderr never shows a PostgreSQL password', async () => {
+  // Nothing listens on port 1: the command names the store, waits a second for it, and gives up.
+  const url = 'postgres://app:hunter2@127.0.0.1:1/plants?sslmode=disable&sslpassword=s3cret';
+  const res = await runCli(['migrate'], { DATABASE_URL: url, DATABASE_STARTUP_TIMEOUT: '1s' });
+  assert.equal(res.code, 1, res.stderr);
+  assert.ok(res.stderr.startsWith('using postgres://app:***@127.0.0.1:1/plants?sslmode=disable&sslpassword=***\n'), res.stderr);
+  assert.ok(!/hunter2|s3cret/.test(res.stderr + res.stdout), res.stderr);
+});
+
+test('token create --admin without plants:read warns that being admin gives the token nothing', async (t) => {
+  const env = { DATABASE_URL: (await testDatabase(t)).url };
+  const writer = await runCli(['token', 'create', '--user', 'ops', '--admin', '--scope', 'plants:write'], env);
+  assert.equal(writer.code, 0, writer.stderr);
+  assert.match(lastLine(writer.stdout), TOKEN, 'the token is still created');
+  assert.match(writer.stderr, /warning: --admin without plants:read/);
+  for (const args of [['--admin'], ['--admin', '--scope', 'plants:read'], ['--scope', 'plants:write']]) {
+    const res = await runCli(['token', 'create', '--user', 'ops', ...args], env);
+    assert.equal(res.code, 0, res.stderr);
+    assert.doesNotMatch(res.stderr, /warning/, args.join(' '));
+  }
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { test } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { allowedValues, ConfigError, configTableMarkdown, loadConfig, OPTIONS, type OptionInfo } from '../src/config.js';
 
 test('defaults: port 8080 on 127.0.0.1, info logs, ./data/plantstore.db, rate limit off', () => {
   assert.deepEqual(loadConfig({}, {}), {
@@ -102,4 +102,18 @@ test('limits and security settings parse as documented', () => {
   assert.equal(config.maxBodySize, 1024);
   assert.deepEqual(loadConfig({}, { RATE_LIMIT: '5/second' }).rateLimit, { limit: 5, windowMs: 1000 });
   assert.deepEqual(loadConfig({}, { RATE_LIMIT: '100/hour' }).rateLimit, { limit: 100, windowMs: 3_600_000 });
+});
+
+test('the range --help and the README show for each number is the range the option accepts', () => {
+  const numbers = (OPTIONS as readonly OptionInfo[]).filter((o) => o.values?.kind === 'integer');
+  assert.ok(numbers.some((o) => o.env === 'PORT'));
+  for (const o of numbers) {
+    const [, min, max] = /^range (\d+)–(\d+)$/.exec(allowedValues(o) ?? '') ?? [];
+    assert.ok(min !== undefined && max !== undefined, o.env);
+    for (const ok of [min, max]) assert.doesNotThrow(() => loadConfig({}, { [o.env]: ok }), `${o.env}=${ok}`);
+    const outside = [String(Number(max) + 1), ...(Number(min) > 0 ? [String(Number(min) - 1)] : [])];
+    for (const bad of outside) assert.throws(() => loadConfig({}, { [o.env]: bad }), ConfigError, `${o.env}=${bad}`);
+  }
+  assert.match(configTableMarkdown(), /\| `PORT` \| `--port` \| `8080` \| TCP port to listen on \(0 picks a free one\)\. Range 0–65535\. \|/);
+  assert.match(configTableMarkdown(), /\| `REQUEST_TIMEOUT` \| .*\. A duration \(90s, 15m, 12h, 30d\)\. \|/);
 });

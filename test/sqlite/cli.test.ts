@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
@@ -24,4 +24,23 @@ test('the default store is ./data/plantstore.db, created on first start', async 
   const res = await runCli(['token', 'create', '--user', 'alice'], { DATABASE_URL: undefined }, dir);
   assert.equal(res.code, 0, res.stderr);
   assert.ok(existsSync(join(dir, 'data/plantstore.db')));
+});
+
+test('a CLI run in another directory says on stderr which store it used, and that it is a new one', async (t) => {
+  const serverDir = tempDir(t);
+  const otherDir = join(serverDir, 'elsewhere');
+  mkdirSync(otherDir);
+  const env = { DATABASE_URL: undefined };
+  assert.equal((await runCli(['migrate'], env, serverDir)).code, 0);
+  const store = join(realpathSync(serverDir), 'data/plantstore.db');
+  const here = await runCli(['token', 'create', '--user', 'alice'], env, serverDir);
+  assert.equal(here.code, 0, here.stderr);
+  assert.ok(here.stderr.startsWith(`using sqlite:${store}\n`), here.stderr);
+  assert.doesNotMatch(here.stderr, /creating a new one/);
+
+  const elsewhere = await runCli(['token', 'create', '--user', 'alice'], env, otherDir);
+  assert.equal(elsewhere.code, 0, elsewhere.stderr);
+  const other = join(realpathSync(otherDir), 'data/plantstore.db');
+  assert.ok(elsewhere.stderr.startsWith(`using sqlite:${other}\nno store at ${other} yet: creating a new one`), elsewhere.stderr);
+  assert.match(elsewhere.stdout, /^pst_\S+\n$/, 'stdout holds the secret only');
 });

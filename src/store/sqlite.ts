@@ -221,10 +221,10 @@ class SqliteStore implements Store {
   async listPlants(query: ListQuery): Promise<PlantPage> {
     if (!this.#cache.enabled) return this.#readPage(query);
     const key = this.#cache.key(query);
-    const cached = this.#cache.get(query, key);
+    const cached = this.#cache.get(key);
     if (cached) return cached;
     const page = this.#readPage(query);
-    this.#cache.set(key, page);
+    this.#cache.set(query, key, page);
     return page;
   }
 

@@ -34,6 +34,8 @@ interface Entry {
  * for an empty page, 320 with its JSON text.
  */
 const ENTRY_BYTES = 320;
+/** A page with a next link: the HTTP layer keeps the cursor it sealed for it (48 characters) alongside. */
+const NEXT_BYTES = 160;
 /** Per plant: the object, its array slot, two string headers, its share of the JSON text's syntax. */
 const PLANT_BYTES = 96;
 /** Per owner with cached pages: its Owner record and Map slot. */
@@ -53,7 +55,7 @@ const CACHE_BYTES_PER_PLANT = 256;
  * holds within a factor of 2.)
  */
 function estimate(key: string, page: PlantPage): number {
-  let bytes = ENTRY_BYTES + 2 * key.length;
+  let bytes = ENTRY_BYTES + 2 * key.length + (page.next === null ? 0 : NEXT_BYTES);
   for (const plant of page.plants) bytes += PLANT_BYTES + 4 * (plant.name.length + (plant.tag?.length ?? 0));
   return bytes;
 }

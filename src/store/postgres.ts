@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Logger } from 'pino';
@@ -368,6 +369,25 @@ class PostgresStore implements Store {
       'DELETE FROM rate_limit_windows WHERE window_start + window_ms < (extract(epoch FROM clock_timestamp()) * 1000)::bigint',
       [],
     ).catch(() => undefined);
+  }
+
+  #cursorKey: Buffer | undefined;
+
+  async cursorKey(): Promise<Buffer> {
+    if (this.#cursorKey === undefined) {
+      // Instances starting together race here: ON CONFLICT DO UPDATE waits for the first insert to
+      // commit and returns its key to all (DO NOTHING would return no row to the others). The no-op
+      // update writes a row version once per instance start.
+      const { rows } = await this.#query<{ value: Buffer }>(
+        'cursor_key',
+        `INSERT INTO server_secrets (name, value) VALUES ('cursor', $1)
+         ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING value`,
+        [randomBytes(32)],
+      );
+      this.#cursorKey = rows[0]?.value;
+      if (this.#cursorKey === undefined) throw new Error('the cursor key upsert returned no row');
+    }
+    return this.#cursorKey;
   }
 
   async ping(): Promise<void> {

@@ -98,7 +98,7 @@ export const OPTIONS = [
   ),
   integerOption(
     'listCachePlants', 'LIST_CACHE_PLANTS', '100000',
-    'SQLite: plants kept in memory in recently listed pages, never stale (0 turns the cache off)', 0, 1_000_000_000,
+    'SQLite: plants kept in memory in recently listed pages, never stale; the cache also stays under 256 bytes × this, empty pages included (0 turns it off)', 0, 1_000_000_000,
   ),
   {
     key: 'accessLog',

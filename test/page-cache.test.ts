@@ -12,14 +12,14 @@ test('PageCache serves a page until its owner writes; an admin page until anyone
   const alice = { owner: 'alice', limit: 10 };
   const admin = { owner: null, limit: 10 };
   const p = page(2);
-  cache.set(cache.key(alice), p);
-  cache.set(cache.key(admin), p);
-  assert.equal(cache.get(alice, cache.key(alice)), p);
+  cache.set(alice, cache.key(alice), p);
+  cache.set(admin, cache.key(admin), p);
+  assert.equal(cache.get(cache.key(alice)), p);
   cache.wrote('bob');
-  assert.equal(cache.get(alice, cache.key(alice)), p, "bob's write leaves alice's page");
-  assert.equal(cache.get(admin, cache.key(admin)), undefined, "bob's write drops the admin page");
+  assert.equal(cache.get(cache.key(alice)), p, "bob's write leaves alice's page");
+  assert.equal(cache.get(cache.key(admin)), undefined, "bob's write drops the admin page");
   cache.wrote('alice');
-  assert.equal(cache.get(alice, cache.key(alice)), undefined);
+  assert.equal(cache.get(cache.key(alice)), undefined);
 });
 
 test('PageCache keys tell apart owners, limits, positions and an empty tag from no tag', () => {
@@ -34,14 +34,14 @@ test('PageCache keys tell apart owners, limits, positions and an empty tag from 
 test('PageCache holds at most its number of plants, dropping the least recently used pages', () => {
   const cache = new PageCache(10);
   const q = (owner: string) => ({ owner, limit: 4 });
-  for (const owner of ['a', 'b']) cache.set(cache.key(q(owner)), page(4));
-  assert.ok(cache.get(q('a'), cache.key(q('a')))); // a is now the most recently used
-  cache.set(cache.key(q('c')), page(4)); // 12 plants > 10: b goes
-  assert.ok(cache.get(q('a'), cache.key(q('a'))));
-  assert.equal(cache.get(q('b'), cache.key(q('b'))), undefined);
-  assert.ok(cache.get(q('c'), cache.key(q('c'))));
-  cache.set(cache.key(q('huge')), page(11));
-  assert.equal(cache.get(q('huge'), cache.key(q('huge'))), undefined, 'a page larger than the cache is not kept');
+  for (const owner of ['a', 'b']) cache.set(q(owner), cache.key(q(owner)), page(4));
+  assert.ok(cache.get(cache.key(q('a')))); // a is now the most recently used
+  cache.set(q('c'), cache.key(q('c')), page(4)); // 12 plants > 10: b goes
+  assert.ok(cache.get(cache.key(q('a'))));
+  assert.equal(cache.get(cache.key(q('b'))), undefined);
+  assert.ok(cache.get(cache.key(q('c'))));
+  cache.set(q('huge'), cache.key(q('huge')), page(11));
+  assert.equal(cache.get(cache.key(q('huge'))), undefined, 'a page larger than the cache is not kept');
   assert.equal(new PageCache(0).enabled, false);
 });
 
@@ -63,4 +63,49 @@ test('ACCESS_LOG on writes one line per request, without the token; off writes n
     assert.ok(lines.every((l) => typeof l.ms === 'number' && typeof l.reqId === 'string'));
     assert.ok(!logged.includes(alice), 'the token never reaches the log');
   }
+});
+
+test('PageCache counts every entry, empty pages included: a flood of distinct pages stays within its bounds, newest kept', () => {
+  const cache = new PageCache(1000);
+  const empty: PlantPage = { plants: [], next: null };
+  const q = (i: number) => ({ owner: 'mallory', tag: `tag ${i}`, limit: 100 });
+  for (let i = 0; i < 100_000; i++) cache.set(q(i), cache.key(q(i)), empty);
+  const { entries, slots, bytes, owners, maxPlants, maxBytes } = cache.usage;
+  assert.ok(entries > 0 && entries <= maxPlants, `${entries} entries`);
+  assert.ok(slots <= maxPlants && bytes <= maxBytes, `${slots} plants' slots, ${bytes} bytes of ${maxBytes}`);
+  assert.equal(owners, 1);
+  assert.equal(cache.get(cache.key(q(99_999))), empty, 'the newest page is kept');
+  assert.equal(cache.get(cache.key(q(0))), undefined, 'the oldest went first');
+});
+
+test('PageCache bounds bytes too: pages of long names hold fewer plants than the plant bound', () => {
+  const cache = new PageCache(1000);
+  const long = (i: number): PlantPage => ({
+    plants: Array.from({ length: 10 }, (_, j) => ({ name: `${i}/${j}`.padEnd(200, 'n'), tag: 't'.repeat(100) })), next: null,
+  });
+  const q = (i: number) => ({ owner: null, after: i, limit: 10 });
+  for (let i = 0; i < 1000; i++) cache.set(q(i), cache.key(q(i)), long(i));
+  const { slots, bytes, maxBytes } = cache.usage;
+  assert.ok(bytes <= maxBytes, `${bytes} bytes of ${maxBytes}`);
+  assert.ok(slots < 500, `${slots} plants held: the byte bound comes first for 300-character plants`);
+  assert.ok(cache.get(cache.key(q(999))));
+});
+
+test('PageCache remembers writes only of owners with cached pages, and still never serves a stale page', () => {
+  const cache = new PageCache(10);
+  for (let i = 0; i < 100_000; i++) cache.wrote(`writer ${i}`);
+  assert.equal(cache.usage.owners, 0, 'writers without cached pages leave nothing behind');
+  const q = (owner: string) => ({ owner, limit: 5 });
+  const p = page(5);
+  cache.set(q('alice'), cache.key(q('alice')), p);
+  cache.set(q('bob'), cache.key(q('bob')), p);
+  assert.equal(cache.usage.owners, 2);
+  cache.set(q('carol'), cache.key(q('carol')), p); // 15 plants > 10: alice's page goes, and her record
+  assert.equal(cache.usage.owners, 2);
+  cache.wrote('alice');
+  cache.set(q('alice'), cache.key(q('alice')), p); // read after her write: valid
+  assert.equal(cache.get(cache.key(q('alice'))), p);
+  cache.wrote('alice');
+  assert.equal(cache.get(cache.key(q('alice'))), undefined, 'written after it was read: stale');
+  assert.equal(cache.usage.owners, 1, 'only carol has a page now');
 });

@@ -4,6 +4,7 @@ import { isInt64, parseInt64 } from '../domain/int64.js';
 import { plantOf, PlantTag, type NewPlantBody, type Plant } from '../domain/plant.js';
 import type { Store } from '../store/store.js';
 import { bearerAuth, type AuthLimits } from './auth.js';
+import { CURSOR_PATTERN, PageCursors } from './cursor.js';
 import { ApiError, ERRORS } from './errors.js';
 import { exactId } from './json.js';
 import { errorResponses, ref, SECURITY } from './schemas.js';
@@ -17,7 +18,7 @@ const ListQuery = Type.Object({
   ),
   tag: Type.Optional(PlantTag),
   cursor: Type.Optional(
-    Type.String({ pattern: '^[A-Za-z0-9_-]{1,32}$', description: 'Opaque position from a Link rel="next" URL' }),
+    Type.String({ pattern: CURSOR_PATTERN, description: 'Opaque position from a Link rel="next" URL' }),
   ),
 });
 
@@ -30,25 +31,13 @@ const DeleteParams = Type.Object({
   id: Type.String({ pattern: '^-?[0-9]{1,20}$', description: 'The plant id, a decimal 64-bit signed integer' }),
 });
 
-/** Cursors are opaque to clients; today they carry the creation position of the last plant shown. */
-const encodeCursor = (position: number): string => Buffer.from(String(position)).toString('base64url');
-
-function decodeCursor(cursor: string): number {
-  const text = Buffer.from(cursor, 'base64url').toString('latin1');
-  const position = /^[1-9]\d{0,15}$/.test(text) ? Number(text) : NaN;
-  if (!Number.isSafeInteger(position) || encodeCursor(position) !== cursor) {
-    throw new ApiError(ERRORS.invalidQuery, `${ERRORS.invalidQuery.message}: cursor is not one this service issued`);
-  }
-  return position;
-}
-
 /**
  * RFC 8288 link to the next page: same limit and filters, relative to this service's root. The cursor is
  * base64url, which needs no escaping in a URL; the tag is escaped.
  */
-function nextLink(query: Static<typeof ListQuery> & { limit: number }, position: number): string {
+function nextLink(query: Static<typeof ListQuery> & { limit: number }, cursor: string): string {
   const tag = query.tag === undefined ? '' : `&tag=${encodeURIComponent(query.tag)}`;
-  return `</plants?limit=${query.limit}${tag}&cursor=${encodeCursor(position)}>; rel="next"`;
+  return `</plants?limit=${query.limit}${tag}&cursor=${cursor}>; rel="next"`;
 }
 
 export async function plantRoutes(app: FastifyInstance, { store, limits }: { store: Store; limits: AuthLimits }): Promise<void> {
@@ -56,6 +45,7 @@ export async function plantRoutes(app: FastifyInstance, { store, limits }: { sto
   // A store may return the very same page object again (the SQLite page cache); its JSON text is then
   // reused too. Keyed weakly: the text goes when the page does.
   const serialized = new WeakMap<readonly Plant[], string>();
+  const cursors = new PageCursors(store);
 
   app.post(
     '/plants',
@@ -113,13 +103,15 @@ export async function plantRoutes(app: FastifyInstance, { store, limits }: { sto
     async (request, reply) => {
       // ajv has filled in the default limit.
       const query = request.query as Static<typeof ListQuery> & { limit: number };
-      const page = await store.listPlants({
-        owner: request.principal.admin ? null : request.principal.user,
+      const owner = request.principal.admin ? null : request.principal.user;
+      const listing = {
+        owner,
         tag: query.tag,
-        after: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
+        after: query.cursor === undefined ? undefined : await cursors.open(query.cursor, { owner, tag: query.tag }),
         limit: query.limit,
-      });
-      if (page.next !== null) reply.header('link', nextLink(query, page.next));
+      };
+      const page = await store.listPlants(listing);
+      if (page.next !== null) reply.header('link', nextLink(query, cursors.known(page, listing) ?? (await cursors.seal(page, listing))));
       let body = serialized.get(page.plants);
       if (body === undefined) {
         // With the route's 200 schema, as Fastify would; a schema serializer returns a string.

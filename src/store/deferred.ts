@@ -53,6 +53,10 @@ export class DeferredStore implements Store {
     return this.#store ? this.#store.hit(...args) : this.#notOpen();
   }
 
+  cursorKey(): ReturnType<Store['cursorKey']> {
+    return this.#store ? this.#store.cursorKey() : this.#notOpen();
+  }
+
   ping(): Promise<void> {
     return this.#store ? this.#store.ping() : this.#notOpen();
   }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Logger } from 'pino';
@@ -52,10 +53,11 @@ const LIST = {
 };
 
 /**
- * Errors that mean "the database is not reachable or not serving now" rather than "this request or our
- * code is wrong": anything that did not come from the server as a SQL error (refused, reset, timed out,
- * terminated), and server errors of classes 08 (connection), 53 (resources), 57 (operator intervention,
- * statement timeout) and 25006 (read-only: a failover in progress).
+ * Errors of a query on a connection we hold that mean "the database is not reachable or not serving
+ * now" rather than "this request or our code is wrong": anything that did not come from the server as a
+ * SQL error (reset, timed out, terminated), and server errors of classes 08 (connection), 53 (resources),
+ * 57 (operator intervention, statement timeout) and 25006 (read-only: a failover in progress). Failing
+ * to get a connection at all is always "unavailable" (see `#query`), whatever the reason.
  */
 function storeError(error: unknown): unknown {
   if (error instanceof pg.DatabaseError) {
@@ -66,6 +68,18 @@ function storeError(error: unknown): unknown {
   }
   if (error instanceof TypeError || error instanceof RangeError) return error;
   return new StoreUnavailableError(error);
+}
+
+/**
+ * At start-up only: the server turned the connection down for a reason that waiting will not change,
+ * because the configuration is wrong: the login (class 28: unknown role, bad password, NOLOGIN), the
+ * database name (3D000) or the CONNECT privilege (42501). Start-up then fails at once, saying so. At
+ * run time the same errors are 503: the configuration worked before, so an operator changed something
+ * and may change it back.
+ */
+function misconfigured(error: unknown): boolean {
+  if (!(error instanceof pg.DatabaseError)) return false;
+  return error.code?.startsWith('28') === true || error.code === '3D000' || error.code === '42501';
 }
 
 /** host:port/database, never the password, for log lines. */
@@ -102,12 +116,22 @@ async function waitForDatabase(pool: pg.Pool, { url, startupTimeoutMs, logger }:
   const deadline = Date.now() + startupTimeoutMs;
   for (let attempt = 1, pause = 250; ; attempt++, pause = Math.min(pause * 2, 2000)) {
     try {
-      await pool.query('SELECT 1');
+      const client = await pool.connect().catch((error: unknown) => {
+        throw misconfigured(error) ? error : new StoreUnavailableError(error);
+      });
+      await client.query('SELECT 1').then(
+        () => client.release(),
+        (error: Error) => {
+          client.release(error);
+          throw error;
+        },
+      );
       if (attempt > 1) logger.info({ database: describe(url) }, 'PostgreSQL is reachable');
       return;
     } catch (error) {
-      if (!(storeError(error) instanceof StoreUnavailableError)) throw error; // e.g. bad password: waiting won't help
-      const reason = (error as Error).message;
+      const unavailable = error instanceof StoreUnavailableError ? error : storeError(error);
+      if (!(unavailable instanceof StoreUnavailableError)) throw error; // e.g. bad password: waiting won't help
+      const reason = unavailable.cause instanceof Error ? unavailable.cause.message : String(unavailable.cause);
       if (Date.now() + pause > deadline) {
         throw new Error(`PostgreSQL at ${describe(url)} did not accept connections within ${startupTimeoutMs / 1000}s: ${reason}`);
       }
@@ -165,13 +189,49 @@ class PostgresStore implements Store {
     this.#pool = pool;
   }
 
-  /** Named statements are parsed and planned once per connection, not once per request. */
-  async #query<R extends pg.QueryResultRow>(name: string, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
-    try {
-      return await this.#pool.query<R>({ name, text, values });
-    } catch (error) {
-      throw storeError(error);
-    }
+  /**
+   * One statement on a pooled connection, as `pool.query` runs it (same error handling and release),
+   * except that getting the connection is told apart from running the statement: whatever stops the
+   * pool from handing out a connection (refused, reset, timed out, or the server turning the start-up
+   * down: 55000 connections not allowed, 3D000 no such database, 28xxx login refused, 53300 no slot,
+   * 57P03 starting up) means the store is unavailable (503), never a fault of the request. Named
+   * statements are parsed and planned once per connection, not once per request.
+   */
+  #query<R extends pg.QueryResultRow>(name: string, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+    return new Promise((resolve, reject) => {
+      this.#pool.connect((connectError, client, release) => {
+        if (connectError || client === undefined) {
+          reject(new StoreUnavailableError(connectError ?? new Error('the pool handed out no connection')));
+          return;
+        }
+        let released = false;
+        // Any error destroys the connection rather than returning it to the pool (pool.query does the
+        // same): after a timeout or a lost socket its state is unknown.
+        const fail = (error: Error) => {
+          if (released) return;
+          released = true;
+          release(error);
+          reject(storeError(error));
+        };
+        // A connection that breaks while we hold it reports on 'error'; without a listener that would
+        // be an uncaught exception.
+        client.once('error', fail);
+        try {
+          client.query<R>({ name, text, values }, (error, result) => {
+            client.removeListener('error', fail);
+            if (error) fail(error);
+            else if (!released) {
+              released = true;
+              release();
+              resolve(result);
+            }
+          });
+        } catch (error) {
+          client.removeListener('error', fail);
+          fail(error as Error);
+        }
+      });
+    });
   }
 
   /**
@@ -309,6 +369,25 @@ class PostgresStore implements Store {
       'DELETE FROM rate_limit_windows WHERE window_start + window_ms < (extract(epoch FROM clock_timestamp()) * 1000)::bigint',
       [],
     ).catch(() => undefined);
+  }
+
+  #cursorKey: Buffer | undefined;
+
+  async cursorKey(): Promise<Buffer> {
+    if (this.#cursorKey === undefined) {
+      // Instances starting together race here: ON CONFLICT DO UPDATE waits for the first insert to
+      // commit and returns its key to all (DO NOTHING would return no row to the others). The no-op
+      // update writes a row version once per instance start.
+      const { rows } = await this.#query<{ value: Buffer }>(
+        'cursor_key',
+        `INSERT INTO server_secrets (name, value) VALUES ('cursor', $1)
+         ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING value`,
+        [randomBytes(32)],
+      );
+      this.#cursorKey = rows[0]?.value;
+      if (this.#cursorKey === undefined) throw new Error('the cursor key upsert returned no row');
+    }
+    return this.#cursorKey;
   }
 
   async ping(): Promise<void> {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
@@ -266,10 +267,10 @@ class SqliteStore implements Store {
     this.#readable();
     if (!this.#cache.enabled) return this.#readPage(query);
     const key = this.#cache.key(query);
-    const cached = this.#cache.get(query, key);
+    const cached = this.#cache.get(key);
     if (cached) return cached;
     const page = this.#readPage(query);
-    this.#cache.set(key, page);
+    this.#cache.set(query, key, page);
     return page;
   }
 
@@ -327,6 +328,26 @@ class SqliteStore implements Store {
 
   async hit(key: string, windowMs: number): Promise<RateCount> {
     return this.#rates.hit(key, windowMs);
+  }
+
+  #cursorKey: Buffer | undefined;
+
+  /** Once per handle, so the statement is prepared here rather than with the others. */
+  async cursorKey(): Promise<Buffer> {
+    if (this.#cursorKey === undefined) {
+      // One statement, whoever comes first: the no-op update makes RETURNING give the stored key.
+      const upsert = this.#db.prepare<[string, Buffer, number], { value: Buffer }>(
+        `INSERT INTO server_secrets (name, value, created_at) VALUES (?, ?, ?)
+         ON CONFLICT (name) DO UPDATE SET name = excluded.name RETURNING value`,
+      );
+      try {
+        this.#cursorKey = upsert.get('cursor', randomBytes(32), Date.now())?.value;
+      } catch (error) {
+        throw storeError(error);
+      }
+      if (this.#cursorKey === undefined) throw new Error('the cursor key upsert returned no row');
+    }
+    return this.#cursorKey;
   }
 
   /** Ready: the file is still the store's, it can be read, and (after a failed write) written. */

@@ -68,6 +68,13 @@ export interface Store {
    */
   hit(key: string, windowMs: number): Promise<RateCount>;
 
+  /**
+   * The 32-byte key that seals pagination cursors: random, made once per store by the first handle that
+   * asks, then the same for every handle and instance on it (and across restarts), so a cursor opens
+   * wherever it is presented. Read once per handle.
+   */
+  cursorKey(): Promise<Buffer>;
+
   /** Resolves when the store can serve requests. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test, type TestContext } from 'node:test';
 import { buildApp } from '../../src/app.js';
 import { parseDatabaseUrl } from '../../src/config.js';
 import { openStore } from '../../src/store/open.js';
 import { issueToken } from '../../src/tokens.js';
-import { BACKEND, create, errorBody, list, silentLogger, TEST_QUERY_TIMEOUT_MS, testDatabase } from '../helpers.js';
+import { adminSql, BACKEND, create, errorBody, list, silentLogger, TEST_QUERY_TIMEOUT_MS, testDatabase } from '../helpers.js';
 import { runCli, spawnServer } from '../process.js';
 import { startProxy } from './tcp-proxy.js';
 
@@ -119,4 +120,130 @@ test('start-up gives up after DATABASE_STARTUP_TIMEOUT with a clear message and 
   const server = spawnServer(t, { DATABASE_URL: proxy.via(db.url), DATABASE_STARTUP_TIMEOUT: '2s' });
   assert.equal(await server.exited, 1);
   assert.match(server.errors(), new RegExp(`PostgreSQL at 127.0.0.1:${proxy.port}/test did not accept connections within 2s`));
+});
+
+/**
+ * A store on a database and a login role of its own (random names, removed afterwards), so that a test
+ * can refuse the role's logins or the database's connections without disturbing other tests.
+ */
+async function appOnOwnDatabase(t: TestContext) {
+  const admin = process.env.PLANTSTORE_TEST_DATABASE_URL as string;
+  const suffix = randomBytes(6).toString('hex');
+  const [database, role] = [`d_${suffix}`, `r_${suffix}`];
+  await adminSql(admin, `CREATE ROLE ${role} LOGIN`, `CREATE DATABASE ${database} OWNER ${role}`);
+  const u = new URL(admin);
+  u.username = role;
+  u.pathname = `/${database}`;
+  const store = await openStore(parseDatabaseUrl(u.toString()), {
+    logger: silentLogger,
+    poolSize: 2,
+    startupTimeoutMs: 5000,
+    queryTimeoutMs: TEST_QUERY_TIMEOUT_MS,
+  });
+  const app = await buildApp({ store, logger: silentLogger });
+  t.after(async () => {
+    await app.close();
+    await store.close();
+    for (const name of [database, `${database}_gone`]) await adminSql(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await adminSql(admin, `DROP ROLE IF EXISTS ${role}`);
+  });
+  /** Ends the store's open connections, so that its next request must open a new one. */
+  const disconnect = async () => {
+    for (;;) {
+      const [res] = await adminSql(
+        admin,
+        `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE datname = '${database}' AND application_name = 'plantstore'`,
+      );
+      if (res?.rows[0]?.n === 0) return;
+      await sleep(20);
+    }
+  };
+  const sql = (...statements: string[]) => adminSql(admin, ...statements).then(() => undefined);
+  const token = async (user: string) => (await issueToken(store, { user })).secret;
+  return { app, database, role, sql, disconnect, token };
+}
+
+type OwnDatabase = Awaited<ReturnType<typeof appOnOwnDatabase>>;
+
+/** Ways the database can refuse a new connection at run time, each with the SQLSTATE it answers. */
+const REFUSALS: { readonly what: string; cause(db: OwnDatabase): Promise<void>; undo(db: OwnDatabase): Promise<void> }[] = [
+  {
+    what: 'the database does not allow connections (55000)',
+    cause: (db) => db.sql(`ALTER DATABASE ${db.database} ALLOW_CONNECTIONS false`),
+    undo: (db) => db.sql(`ALTER DATABASE ${db.database} ALLOW_CONNECTIONS true`),
+  },
+  {
+    what: 'the database is gone (3D000)',
+    // A database with connections cannot be renamed; none are allowed in until it has its name back.
+    async cause(db) {
+      await db.sql(`ALTER DATABASE ${db.database} ALLOW_CONNECTIONS false`);
+      await db.disconnect();
+      await db.sql(`ALTER DATABASE ${db.database} RENAME TO ${db.database}_gone`);
+    },
+    undo: (db) => db.sql(`ALTER DATABASE ${db.database}_gone RENAME TO ${db.database}`, `ALTER DATABASE ${db.database} ALLOW_CONNECTIONS true`),
+  },
+  {
+    what: 'the login is rejected (28000)',
+    cause: (db) => db.sql(`ALTER ROLE ${db.role} NOLOGIN`),
+    undo: (db) => db.sql(`ALTER ROLE ${db.role} LOGIN`),
+  },
+  {
+    what: 'no connection slot is left (53300)',
+    cause: (db) => db.sql(`ALTER ROLE ${db.role} CONNECTION LIMIT 0`),
+    undo: (db) => db.sql(`ALTER ROLE ${db.role} CONNECTION LIMIT -1`),
+  },
+];
+
+for (const refusal of REFUSALS) {
+  test(`${refusal.what}: 503 50300 with Retry-After, then recovery without a restart`, async (t) => {
+    const db = await appOnOwnDatabase(t);
+    const { app } = db;
+    const alice = await db.token('alice');
+    const unchecked = await db.token('bob'); // never used before the outage: its check needs the database
+    assert.equal((await create(app, alice, { id: 1, name: 'before' })).statusCode, 200);
+
+    await refusal.cause(db);
+    await db.disconnect(); // open connections outlive the change; new ones meet it
+    assertUnavailable(await list(app, alice), 'list with a cached token');
+    assertUnavailable(await create(app, alice, { id: 2, name: 'during' }), 'create');
+    assertUnavailable(await list(app, unchecked), 'a token that cannot be checked');
+    assertUnavailable(await app.inject({ method: 'GET', url: '/readyz' }), 'readiness');
+
+    await refusal.undo(db);
+    assert.equal((await create(app, alice, { id: 2, name: 'after' })).statusCode, 200);
+    assert.deepEqual((await list(app, alice)).json(), [{ name: 'before' }, { name: 'after' }]);
+    assert.equal((await list(app, unchecked)).statusCode, 200);
+    assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
+  });
+}
+
+test('start-up with a login the database refuses exits 1 at once, saying why; a disallowed database is waited for', async (t) => {
+  const admin = process.env.PLANTSTORE_TEST_DATABASE_URL as string;
+  const suffix = randomBytes(6).toString('hex');
+  const [database, role] = [`d_${suffix}`, `r_${suffix}`];
+  await adminSql(admin, `CREATE ROLE ${role} NOLOGIN`, `CREATE DATABASE ${database} OWNER ${role} ALLOW_CONNECTIONS false`);
+  t.after(() => adminSql(admin, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`, `DROP ROLE IF EXISTS ${role}`).then(() => undefined));
+  const u = new URL(admin);
+  u.username = role;
+  u.pathname = `/${database}`;
+  const env = { DATABASE_URL: u.toString(), DATABASE_STARTUP_TIMEOUT: '60s' };
+
+  // Waiting would not change a refused login (a configuration mistake), so start-up fails at once.
+  const refused = spawnServer(t, env);
+  const started = Date.now();
+  assert.equal(await refused.exited, 1);
+  assert.ok(Date.now() - started < 30_000, 'did not wait for the start-up timeout');
+  assert.match(refused.errors(), /not permitted to log in/);
+
+  // Connections not allowed (55000) is a state an operator sets and lifts: start-up waits it out.
+  await adminSql(admin, `ALTER ROLE ${role} LOGIN`);
+  const waiting = spawnServer(t, env);
+  while (!waiting.logs().includes('waiting for PostgreSQL')) {
+    assert.equal(waiting.child.exitCode, null, `start-up gave up instead of waiting: ${waiting.errors()}`);
+    await sleep(50);
+  }
+  assert.match(waiting.logs(), /does not allow connections|not currently accepting connections/);
+  await adminSql(admin, `ALTER DATABASE ${database} ALLOW_CONNECTIONS true`);
+  await waiting.ready;
+  assert.equal(await waiting.stop(), 0);
 });

@@ -1,0 +1,128 @@
+import { createCipheriv, createDecipheriv, randomFillSync } from 'node:crypto';
+import type { PlantPage, Store } from '../store/store.js';
+import { ApiError, ERRORS } from './errors.js';
+
+/** The listing a cursor continues: a cursor opens only for the same owner (or admin) and tag filter. */
+export interface CursorScope {
+  /** Null for an admin's listing of every owner. */
+  readonly owner: string | null;
+  readonly tag?: string | undefined;
+}
+
+const KEY_BYTES = 32;
+const NONCE_BYTES = 12;
+const POSITION_BYTES = 8;
+const TAG_BYTES = 16;
+const CURSOR_BYTES = NONCE_BYTES + POSITION_BYTES + TAG_BYTES;
+
+/** 36 bytes in base64url: exactly 48 characters, no padding, nothing to escape in a URL. */
+export const CURSOR_PATTERN = `^[A-Za-z0-9_-]{${(CURSOR_BYTES * 4) / 3}}$`;
+
+/**
+ * Binds a cursor to its listing. User names hold no control characters and tags no U+0000, so U+0000
+ * separates fields; "*" (an admin's listing) can never equal "@" + a user name. The version lets a
+ * later format refuse today's cursors rather than misread them.
+ */
+function associatedData({ owner, tag }: CursorScope): Buffer {
+  return Buffer.from(`plantstore cursor v1\u0000${owner === null ? '*' : `@${owner}`}${tag === undefined ? '' : `\u0000${tag}`}`);
+}
+
+/**
+ * Pagination cursors, sealed with AES-256-GCM under a key the store keeps (so every instance on it
+ * opens every cursor): base64url(nonce ‖ encrypted position ‖ GCM tag). The position is where the
+ * listing continues, a creation position counted over the whole store, so it is encrypted: a client
+ * sees 48 random-looking characters whatever the position, and a new random nonce each seal. The owner
+ * (or "admin") and the tag filter are authenticated with it, so a cursor changed in any bit, or taken
+ * to another user's or another filter's listing, does not open. The limit is not bound: changing the
+ * page size while paging is harmless.
+ *
+ * Random 96-bit nonces: a nonce repeats among the cursors one client receives with probability about
+ * n² / 2^97 for n cursors (2^-33 after four billion), and a repeat could help only the one who holds
+ * both cursors.
+ */
+export class CursorCodec {
+  readonly #key: Buffer;
+  /** Nonces drawn from the system's CSPRNG in blocks: one call per 256 cursors, not one per cursor. */
+  readonly #nonces = Buffer.alloc(NONCE_BYTES * 256);
+  #used = this.#nonces.length;
+
+  constructor(key: Buffer) {
+    if (key.length !== KEY_BYTES) throw new Error(`a cursor key has ${KEY_BYTES} bytes, not ${key.length}`);
+    this.#key = key;
+  }
+
+  seal(position: number, scope: CursorScope): string {
+    if (this.#used === this.#nonces.length) {
+      randomFillSync(this.#nonces);
+      this.#used = 0;
+    }
+    // A copy: the block is refilled later, and the cursor must keep its nonce.
+    const nonce = Buffer.from(this.#nonces.subarray(this.#used, (this.#used += NONCE_BYTES)));
+    const cipher = createCipheriv('aes-256-gcm', this.#key, nonce, { authTagLength: TAG_BYTES });
+    cipher.setAAD(associatedData(scope));
+    const plain = Buffer.alloc(POSITION_BYTES);
+    plain.writeBigUInt64BE(BigInt(position));
+    return Buffer.concat([nonce, cipher.update(plain), cipher.final(), cipher.getAuthTag()]).toString('base64url');
+  }
+
+  /** The position sealed in `cursor` for this listing, or null when it was not (changed, foreign, garbage). */
+  open(cursor: string, scope: CursorScope): number | null {
+    const bytes = Buffer.from(cursor, 'base64url');
+    if (bytes.length !== CURSOR_BYTES) return null;
+    const decipher = createDecipheriv('aes-256-gcm', this.#key, bytes.subarray(0, NONCE_BYTES), { authTagLength: TAG_BYTES });
+    decipher.setAAD(associatedData(scope));
+    decipher.setAuthTag(bytes.subarray(NONCE_BYTES + POSITION_BYTES));
+    let plain: Buffer;
+    try {
+      plain = Buffer.concat([decipher.update(bytes.subarray(NONCE_BYTES, NONCE_BYTES + POSITION_BYTES)), decipher.final()]);
+    } catch {
+      return null; // the tag does not match
+    }
+    const position = plain.readBigUInt64BE();
+    return position <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(position) : null;
+  }
+}
+
+/**
+ * The cursors of GET /plants: sealed with the store's key, read on first need (a store still opening
+ * answers 503 until then). The same page object again (the SQLite page cache) keeps the cursor sealed
+ * for it, since a seal costs about as much CPU (5-10 µs) as the rest of a cached list; a cached page
+ * belongs to one listing, and the memo is checked against it anyway. Keyed weakly: it goes with the
+ * page, and the page cache counts its bytes.
+ */
+export class PageCursors {
+  readonly #store: Store;
+  #codec: CursorCodec | undefined;
+  readonly #sealed = new WeakMap<PlantPage, { readonly cursor: string; readonly owner: string | null; readonly tag: string | undefined }>();
+
+  constructor(store: Store) {
+    this.#store = store;
+  }
+
+  async #load(): Promise<CursorCodec> {
+    return (this.#codec ??= new CursorCodec(await this.#store.cursorKey()));
+  }
+
+  /** The position to continue after; 400 40003 for anything not sealed for this listing. */
+  async open(cursor: string, scope: CursorScope): Promise<number> {
+    const position = (this.#codec ?? (await this.#load())).open(cursor, scope);
+    if (position === null) {
+      throw new ApiError(ERRORS.invalidQuery, `${ERRORS.invalidQuery.message}: cursor is not one this service issued for this listing`);
+    }
+    return position;
+  }
+
+  /** The cursor already sealed for this page of this listing, if any: no promise, no cipher. */
+  known(page: PlantPage, scope: CursorScope): string | undefined {
+    const known = this.#sealed.get(page);
+    return known !== undefined && known.owner === scope.owner && known.tag === scope.tag ? known.cursor : undefined;
+  }
+
+  /** A cursor for the position after this page (which has a next position). */
+  async seal(page: PlantPage, scope: CursorScope): Promise<string> {
+    if (page.next === null) throw new Error('a last page has no next cursor');
+    const cursor = (this.#codec ?? (await this.#load())).seal(page.next, scope);
+    this.#sealed.set(page, { cursor, owner: scope.owner, tag: scope.tag });
+    return cursor;
+  }
+}

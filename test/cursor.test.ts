@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { test } from 'node:test';
+import { CursorCodec } from '../src/http/cursor.js';
+import { DeferredStore } from '../src/store/deferred.js';
+import { StoreNotOpenError } from '../src/store/store.js';
+import { allPages, create, errorBody, list, nextUrl, testApp, type TestApp } from './helpers.js';
+
+/** The cursor of a list answer's Link rel="next". */
+function cursorOf(res: Awaited<ReturnType<typeof list>>): string {
+  const cursor = /[?&]cursor=([^&]*)$/.exec(nextUrl(res.headers.link) ?? '')?.[1];
+  assert.ok(cursor, `no next link: ${String(res.headers.link)}`);
+  return cursor;
+}
+
+async function createNamed(app: TestApp['app'], token: string, names: string[], tag?: string) {
+  for (const [i, name] of names.entries()) {
+    const res = await create(app, token, tag === undefined ? { id: i + 1, name } : { id: i + 1, name, tag });
+    assert.equal(res.statusCode, 200);
+  }
+}
+
+function assertRefused(res: Awaited<ReturnType<typeof list>>, label: string) {
+  assert.equal(res.statusCode, 400, label);
+  assert.equal(errorBody(res).error, 40003, label);
+}
+
+test('a cursor tells nothing about the store: the same form at any position, never the same twice, no number inside', async (t) => {
+  const { app, token, store } = await testApp(t);
+  const bob = await token('bob');
+  const alice = await token('alice');
+  await createNamed(app, bob, ['b1', 'b2', 'b3']); // the first positions of the store
+  const others = Array.from({ length: 300 }, (_, i) => store.createPlant(`user ${i % 30}`, { id: BigInt(i), name: `o${i}` }));
+  assert.ok((await Promise.all(others)).every((o) => o === 'created'));
+  await createNamed(app, alice, ['a1', 'a2', 'a3']); // positions past 300
+
+  const aliceFirst = cursorOf(await list(app, alice, '?limit=1'));
+  assert.equal((await create(app, alice, { id: 4, name: 'a4' })).statusCode, 200); // her first page is read and sealed anew
+  const aliceAgain = cursorOf(await list(app, alice, '?limit=1'));
+  const bobFirst = cursorOf(await list(app, bob, '?limit=1'));
+  assert.notEqual(aliceFirst, aliceAgain, 'the same position seals differently each time it is sealed');
+  for (const cursor of [aliceFirst, aliceAgain, bobFirst]) {
+    assert.match(cursor, /^[A-Za-z0-9_-]{48}$/, 'one form and length whatever the position');
+    const bytes = Buffer.from(cursor, 'base64url');
+    assert.equal(bytes.length, 36);
+    assert.doesNotMatch(bytes.toString('latin1'), /^\d+$/, 'not a number in disguise');
+  }
+  // Both still continue where they should.
+  assert.deepEqual((await list(app, alice, `?limit=5&cursor=${aliceFirst}`)).json(), [{ name: 'a2' }, { name: 'a3' }, { name: 'a4' }]);
+  assert.deepEqual((await list(app, bob, `?limit=5&cursor=${bobFirst}`)).json(), [{ name: 'b2' }, { name: 'b3' }]);
+});
+
+test('a cursor changed in any bit, cut short, lengthened, or taken to another listing is 400 40003', async (t) => {
+  const { app, token } = await testApp(t);
+  const alice = await token('alice');
+  const bob = await token('bob');
+  const admin = await token('alice', { admin: true }); // an admin named like the user: still another listing
+  await createNamed(app, alice, ['a1', 'a2', 'a3'], 'x');
+  await createNamed(app, bob, ['b1', 'b2', 'b3'], 'x');
+  const cursor = cursorOf(await list(app, alice, '?limit=1'));
+  const bytes = Buffer.from(cursor, 'base64url');
+  for (let i = 0; i < bytes.length; i++) {
+    const changed = Buffer.from(bytes);
+    changed[i] = (changed[i] as number) ^ (1 << (i % 8));
+    assertRefused(await list(app, alice, `?limit=1&cursor=${changed.toString('base64url')}`), `bit ${i % 8} of byte ${i} flipped`);
+  }
+  for (const cut of [cursor.slice(0, 47), cursor.slice(0, 32), cursor.slice(1), `${cursor}A`, `${cursor}${cursor}`]) {
+    assertRefused(await list(app, alice, `?limit=1&cursor=${cut}`), `cursor ${cut}`);
+  }
+  assertRefused(await list(app, bob, `?limit=1&cursor=${cursor}`), "another user's cursor");
+  assertRefused(await list(app, admin, `?limit=1&cursor=${cursor}`), "a user's cursor on an admin's listing");
+  const adminCursor = cursorOf(await list(app, admin, '?limit=1'));
+  assertRefused(await list(app, alice, `?limit=1&cursor=${adminCursor}`), "an admin's cursor on a user's listing");
+  const tagged = cursorOf(await list(app, alice, '?limit=1&tag=x'));
+  assertRefused(await list(app, alice, `?limit=1&cursor=${tagged}`), 'a filtered listing\'s cursor without the filter');
+  assertRefused(await list(app, alice, `?limit=1&tag=y&cursor=${tagged}`), 'with another filter');
+  assertRefused(await list(app, alice, `?limit=1&tag=&cursor=${cursor}`), 'an unfiltered cursor with the empty tag');
+  // What the cursor is bound to, it still opens for; the page size may change while paging.
+  assert.deepEqual((await list(app, alice, `?limit=1&tag=x&cursor=${tagged}`)).json(), [{ name: 'a2', tag: 'x' }]);
+  assert.deepEqual((await list(app, alice, `?limit=10&cursor=${cursor}`)).json(), [{ name: 'a2', tag: 'x' }, { name: 'a3', tag: 'x' }]);
+});
+
+test('paging with sealed cursors returns every plant exactly once: a user, a tag filter, an admin', async (t) => {
+  const { app, token } = await testApp(t);
+  const alice = await token('alice');
+  const bob = await token('bob');
+  const admin = await token('root', { admin: true });
+  const expected: Record<string, string[]> = { alice: [], aliceTagged: [], all: [] };
+  for (let i = 1; i <= 20; i++) {
+    const tag = i % 3 === 0 ? 'even' : undefined;
+    for (const [who, secret] of [['alice', alice], ['bob', bob]] as const) {
+      const name = `${who} ${i}`;
+      assert.equal((await create(app, secret, tag === undefined ? { id: i, name } : { id: i, name, tag })).statusCode, 200);
+      expected.all?.push(name);
+      if (who === 'alice') expected.alice?.push(name);
+      if (who === 'alice' && tag !== undefined) expected.aliceTagged?.push(name);
+    }
+  }
+  const names = (pages: unknown[][]) => pages.flat().map((p) => (p as { name: string }).name);
+  assert.deepEqual(names(await allPages(app, alice, '/plants?limit=3')), expected.alice);
+  assert.deepEqual(names(await allPages(app, alice, '/plants?limit=2&tag=even')), expected.aliceTagged);
+  assert.deepEqual(names(await allPages(app, admin, '/plants?limit=7')), expected.all);
+});
+
+test('every handle on a store seals with one key, made by the first that asks: a cursor from one app opens on another', async (t) => {
+  const a = await testApp(t);
+  const other = await a.reopen(); // another process (the CLI), or on PostgreSQL another instance
+  const [key, otherKey] = await Promise.all([a.store.cursorKey(), other.cursorKey()]);
+  assert.equal(key.length, 32);
+  assert.deepEqual(otherKey, key);
+  assert.deepEqual(await (await a.reopen()).cursorKey(), key, 'the same after a restart');
+
+  const b = await testApp(t, {}, { ...a, store: other });
+  const alice = await a.token('alice');
+  await createNamed(a.app, alice, ['p1', 'p2', 'p3', 'p4', 'p5']);
+  const cursor = cursorOf(await list(a.app, alice, '?limit=2'));
+  assert.deepEqual((await list(b.app, alice, `?limit=2&cursor=${cursor}`)).json(), [{ name: 'p3' }, { name: 'p4' }]);
+});
+
+test('CursorCodec opens what it sealed, for the same listing and key only; a store not yet open has no key', async () => {
+  const key = randomBytes(32);
+  const codec = new CursorCodec(key);
+  for (const position of [1, 71, 2 ** 32, Number.MAX_SAFE_INTEGER]) {
+    for (const scope of [{ owner: 'alice' }, { owner: null }, { owner: 'alice', tag: '' }, { owner: 'alice', tag: 'a\u0001b' }]) {
+      assert.equal(codec.open(codec.seal(position, scope), scope), position);
+    }
+  }
+  const sealed = codec.seal(5, { owner: 'alice' });
+  assert.equal(new CursorCodec(randomBytes(32)).open(sealed, { owner: 'alice' }), null, 'another key');
+  assert.equal(codec.open(sealed, { owner: 'alice', tag: '' }), null);
+  assert.equal(codec.open(sealed, { owner: null }), null);
+  assert.throws(() => new CursorCodec(randomBytes(16)));
+  await assert.rejects(new DeferredStore().cursorKey(), StoreNotOpenError);
+});

@@ -90,3 +90,20 @@ test('SIGTERM while start-up waits for PostgreSQL ends the process at once, exit
   assert.ok(took < 3000, `exited ${took} ms after SIGTERM`);
   assert.match(server.logs(), /"signal":"SIGTERM","msg":"shutting down"/);
 });
+
+test('requests answered 503 while start-up waits for the store log nothing per request: no error, no stack', async (t) => {
+  const server = spawnServer(t, { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/test', DATABASE_STARTUP_TIMEOUT: '60s', LOG_LEVEL: 'info' });
+  const url = await server.listening;
+  for (let i = 0; i < 10; i++) {
+    for (const path of ['/readyz', '/plants']) {
+      const res = await fetch(`${url}${path}`, { headers: { authorization: 'Bearer pst_whatever' } });
+      assert.equal(res.status, 503);
+      assert.equal(((await res.json()) as { error: number }).error, 50301);
+    }
+  }
+  assert.equal(await server.stop('SIGTERM'), 0);
+  const lines = server.logs().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { level: number; reqId?: string });
+  assert.deepEqual(lines.filter((l) => l.reqId !== undefined), [], 'no line about a single request');
+  assert.deepEqual(lines.filter((l) => l.level >= 50), [], 'nothing at error level');
+  assert.doesNotMatch(server.logs(), /stack/);
+});

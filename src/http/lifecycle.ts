@@ -1,5 +1,6 @@
 import { Server as NetServer, type Socket } from 'node:net';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { Store } from '../store/store.js';
 import { SECURITY_HEADERS } from './security-headers.js';
 
 /** How often the drain looks for connections that have gone quiet. */
@@ -41,7 +42,9 @@ function answering(socket: Socket): boolean {
  * 1. In one synchronous step, answers start saying `Connection: close` and the listener closes: new
  *    connections are refused, and no client can be told to reconnect before that is so. (Closing the
  *    listener as Node's `server.close()` does would also destroy every connection idle at that instant,
- *    resetting requests that are on their way on them; only the listening socket is closed here.)
+ *    resetting requests that are on their way on them; only the listening socket is closed here.) A
+ *    connection the kernel had completed but the server not yet accepted is reset by the kernel: to
+ *    its client, a refused connection that looked open for a moment; nothing of it was processed.
  * 2. Every request that arrives on a connection still open is answered, with `Connection: close`, after
  *    which Node closes that connection.
  * 3. A connection with no request in progress is closed once nothing has arrived on it for DRAIN_IDLE_MS
@@ -51,8 +54,9 @@ function answering(socket: Socket): boolean {
  *    closes the remaining connections itself.
  *
  * Connections are tracked from when they are accepted (one Set entry each; nothing per request).
+ * Closing also stops `outage`'s probe of the store, which is about to close.
  */
-export function manageLifecycle(app: FastifyInstance): Lifecycle {
+export function manageLifecycle(app: FastifyInstance, outage: StoreOutage): Lifecycle {
   const state = { closing: false };
   const open = new Set<Socket>();
   app.server.on('connection', (socket: Socket) => {
@@ -107,7 +111,71 @@ export function manageLifecycle(app: FastifyInstance): Lifecycle {
 
   app.addHook('onClose', (_instance, done) => {
     clearInterval(sweeper);
+    outage.stop();
     done();
   });
   return state;
+}
+
+/** How often a store that failed is pinged, to notice (and log) that it is back. */
+const OUTAGE_PROBE_MS = 1000;
+/**
+ * The store counts as back once a ping succeeds and no request has failed with 503 for this long. The
+ * quiet period matters when reads work but writes do not (SQLite: another process holds the write lock
+ * past the busy timeout): a ping alone would declare the store back between every two failed writes.
+ */
+const OUTAGE_QUIET_MS = 5000;
+
+/**
+ * Logs a store outage once when it starts (warn, without a stack: it is an expected condition, and the
+ * cause is in the reason) and once when it ends (info), instead of once per request answered 503.
+ */
+export class StoreOutage {
+  readonly #store: Store;
+  readonly #log: FastifyBaseLogger;
+  #since = 0;
+  #lastFailure = 0;
+  #failures = 0;
+  #probe: NodeJS.Timeout | undefined;
+  #pinging = false;
+
+  constructor(store: Store, log: FastifyBaseLogger) {
+    this.#store = store;
+    this.#log = log;
+  }
+
+  /** A request was answered 503 50300 because of `error`. */
+  failed(error: Error, log: FastifyBaseLogger): void {
+    this.#lastFailure = Date.now();
+    this.#failures++;
+    if (this.#probe !== undefined) return;
+    this.#since = this.#lastFailure;
+    this.#failures = 1;
+    log.warn(error.message);
+    this.#probe = setInterval(() => this.#check(), OUTAGE_PROBE_MS).unref();
+  }
+
+  #check(): void {
+    // A ping may take longer than the interval (a PostgreSQL connect timeout): one at a time.
+    if (this.#pinging || Date.now() - this.#lastFailure < OUTAGE_QUIET_MS) return;
+    this.#pinging = true;
+    const probe = this.#probe;
+    this.#store.ping().then(
+      () => {
+        this.#pinging = false;
+        // A failure may have come in while the ping was under way: the outage is not over then.
+        if (this.#probe !== probe || Date.now() - this.#lastFailure < OUTAGE_QUIET_MS) return;
+        this.stop();
+        this.#log.info({ unavailableForMs: Date.now() - this.#since, failedRequests: this.#failures }, 'store available again');
+      },
+      () => {
+        this.#pinging = false;
+      },
+    );
+  }
+
+  stop(): void {
+    clearInterval(this.#probe);
+    this.#probe = undefined;
+  }
 }

@@ -75,17 +75,23 @@ function stopOnSignals(app: FastifyInstance, config: Config): { readonly stoppin
       app.log.error({ afterMs: config.drainTimeoutMs + CLOSE_STORE_GRACE_MS }, 'the store did not close in time; exiting');
       process.exit(1);
     }, config.drainTimeoutMs + CLOSE_STORE_GRACE_MS);
-    app.close().then(
-      () => {
-        clearTimeout(deadline);
-        clearTimeout(giveUp);
-        process.exit(exitCode);
-      },
-      (err: unknown) => {
-        app.log.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    // A signal is handled during the event loop's poll for I/O, maybe before a pending connection that
+    // the same poll reported; setImmediate runs once the poll is done and that connection accepted.
+    // Closing the listener first would reset it, with the request its client may already have sent.
+    // (A connection the kernel completes later than that is reset like a refused one: see lifecycle.ts.)
+    setImmediate(() => {
+      app.close().then(
+        () => {
+          clearTimeout(deadline);
+          clearTimeout(giveUp);
+          process.exit(exitCode);
+        },
+        (err: unknown) => {
+          app.log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    });
   };
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping) {

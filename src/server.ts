@@ -141,14 +141,23 @@ export async function serve(config: Config): Promise<FastifyInstance> {
   const app = await buildApp({ ...config, store, logger });
   app.addHook('onClose', () => store.close());
   const signals = stopOnSignals(app, config);
-  try {
-    if (config.database.kind === 'sqlite') {
-      try {
-        store.open(await open(config, logger));
-      } catch (error) {
-        throw storeError(config.database, error);
-      }
+  /** False when a signal came while the store opened: the shutdown it started ends the process. */
+  const openStoreUnlessStopping = async (): Promise<boolean> => {
+    let opened: Store;
+    try {
+      opened = await open(config, logger);
+    } catch (error) {
+      throw storeError(config.database, error);
     }
+    if (signals.stopping) {
+      await opened.close();
+      return false;
+    }
+    store.open(opened);
+    return true;
+  };
+  try {
+    if (config.database.kind === 'sqlite' && !(await openStoreUnlessStopping())) return app;
     try {
       await app.listen({ port: config.port, host: config.host });
     } catch (error) {
@@ -156,26 +165,14 @@ export async function serve(config: Config): Promise<FastifyInstance> {
     }
     if (config.database.kind === 'postgres') {
       app.log.info({ store: where(config.database) }, 'opening the store; requests are answered 503 until it is open');
-      let opened: Store;
-      try {
-        opened = await open(config, logger);
-      } catch (error) {
-        throw storeError(config.database, error);
-      }
-      // A signal during start-up is already closing the app and will exit the process.
-      if (signals.stopping) {
-        await opened.close();
-        return app;
-      }
-      store.open(opened);
+      if (!(await openStoreUnlessStopping())) return app;
     }
   } catch (error) {
-    // A signal arrived meanwhile: the shutdown it started ends the process.
     if (signals.stopping) return app;
     signals.uninstall();
     await app.close();
     throw error;
   }
-  app.log.info({ store: store.backend }, 'plantstore ready');
+  app.log.info({ store: store.backend, at: where(config.database) }, 'plantstore ready');
   return app;
 }

@@ -13,8 +13,12 @@ const CLOSE_STORE_GRACE_MS = 5000;
 /** Signals that stop the server (with a drain). SIGHUP: the terminal running it was closed. */
 const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
 
-/** Start-up failed: the one line the CLI prints before it exits 1. */
-export class StartupError extends Error {}
+/** Start-up failed: the one line the CLI prints (after "plantstore: ") before it exits 1. */
+class StartupError extends Error {
+  constructor(message: string) {
+    super(message.replace(/\s*\n\s*/g, ' '));
+  }
+}
 
 /** The store's location, for messages: the SQLite path, or PostgreSQL's host:port/database (never a password). */
 function where(database: DatabaseConfig): string {
@@ -27,7 +31,7 @@ function storeError(database: DatabaseConfig, error: unknown): StartupError {
   const message = error instanceof Error ? error.message : String(error);
   const place = where(database);
   // The store's own messages usually name the place already; say it once either way.
-  return new StartupError(message.includes(database.kind === 'sqlite' ? database.path : place) ? message : `cannot open the store ${place}: ${message}`);
+  return new StartupError(message.includes(place) ? message : `cannot open the store ${place}: ${message}`);
 }
 
 const LISTEN_REASONS: Record<string, string> = {

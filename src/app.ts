@@ -9,6 +9,7 @@ import { registerJsonParser } from './http/json.js';
 import { manageLifecycle } from './http/lifecycle.js';
 import { trackAllowedMethods } from './http/methods.js';
 import { openApi } from './http/openapi.js';
+import { StoreOutage } from './http/outage.js';
 import { plantRoutes } from './http/plants.js';
 import { strictQueryIntegers } from './http/query.js';
 import { AuthFailureLimit, TokenRateLimit } from './http/rate-limit.js';
@@ -29,12 +30,19 @@ export interface AppOptions extends Partial<HttpSettings> {
 const REQUEST_ID_PREFIX = randomBytes(6).toString('base64url');
 let requestCount = 0;
 
-function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const { row, headers, message } = toApiError(error);
-  if (row.status < 500) return reply.code(row.status).headers(headers).send({ error: row.code, message });
-  // A 5xx shows no internal text; the request id ties the answer to the logged cause.
-  request.log.error({ err: error }, 'request failed');
-  return reply.code(row.status).headers(headers).send({ error: row.code, message: `${message} (request id ${request.id})` });
+type ErrorSender = (error: unknown, request: FastifyRequest, reply: FastifyReply) => FastifyReply;
+
+function errorSender(outage: StoreOutage): ErrorSender {
+  return function sendError(error, request, reply) {
+    const { row, headers, message } = toApiError(error);
+    if (row.status < 500) return reply.code(row.status).headers(headers).send({ error: row.code, message });
+    // A 503 is an expected condition, logged once per change of state rather than per request: a store
+    // outage by StoreOutage (warn, no stack), start-up and drain by server.ts. A 500 is a bug: its stack.
+    if (row === ERRORS.storeUnavailable) outage.failed(error instanceof Error ? error : new Error(message), request.log);
+    else if (row !== ERRORS.notServing) request.log.error({ err: error }, 'request failed');
+    // A 5xx shows no internal text; the request id ties the answer to the logged cause.
+    return reply.code(row.status).headers(headers).send({ error: row.code, message: `${message} (request id ${request.id})` });
+  };
 }
 
 /**
@@ -51,6 +59,8 @@ function logAccess(request: FastifyRequest, reply: FastifyReply, done: () => voi
 
 export async function buildApp({ store, logger, ...overrides }: AppOptions): Promise<FastifyInstance> {
   const settings: HttpSettings = { ...DEFAULTS, ...overrides };
+  const outage = new StoreOutage(store, logger);
+  const sendError = errorSender(outage);
   const app = Fastify({
     loggerInstance: logger,
     // Fastify would log two lines per request (received, completed); with ACCESS_LOG=on, logAccess
@@ -95,7 +105,7 @@ export async function buildApp({ store, logger, ...overrides }: AppOptions): Pro
     done(request.url.length > settings.maxUrlLength ? new ApiError(ERRORS.urlTooLong) : undefined);
   });
   if (settings.accessLog) app.addHook('onResponse', logAccess);
-  const lifecycle = manageLifecycle(app);
+  const lifecycle = manageLifecycle(app, outage);
   const cross = settings.corsOrigins.length > 0;
   if (cross) {
     await app.register(cors, {

@@ -1,55 +1,182 @@
-import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
 import { buildApp } from './app.js';
-import type { Config } from './config.js';
+import type { Config, DatabaseConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { DeferredStore } from './store/deferred.js';
 import { openStore } from './store/open.js';
+import type { Store } from './store/store.js';
 
 /** After the drain deadline the store still has to close; past this too, the process exits 1. */
 const CLOSE_STORE_GRACE_MS = 5000;
 
+/** Signals that stop the server (with a drain). SIGHUP: the terminal running it was closed. */
+const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+
+/** Start-up failed: the one line the CLI prints (after "plantstore: ") before it exits 1. */
+class StartupError extends Error {
+  constructor(message: string) {
+    super(message.replace(/\s*\n\s*/g, ' '));
+  }
+}
+
+/** The store's location, for messages: the SQLite path, or PostgreSQL's host:port/database (never a password). */
+function where(database: DatabaseConfig): string {
+  if (database.kind === 'sqlite') return database.path;
+  const url = new URL(database.url);
+  return `PostgreSQL at ${url.hostname}:${url.port || '5432'}${url.pathname}`;
+}
+
+function storeError(database: DatabaseConfig, error: unknown): StartupError {
+  const message = error instanceof Error ? error.message : String(error);
+  const place = where(database);
+  // The store's own messages usually name the place already; say it once either way.
+  return new StartupError(message.includes(place) ? message : `cannot open the store ${place}: ${message}`);
+}
+
+const LISTEN_REASONS: Record<string, string> = {
+  EADDRINUSE: 'the port is already in use by another process',
+  EADDRNOTAVAIL: 'the address is not one of this machine\'s',
+  EACCES: 'permission denied (ports below 1024 need privileges)',
+  ENOTFOUND: 'the host name does not resolve',
+  EAI_AGAIN: 'the host name could not be resolved (DNS unavailable)',
+};
+
+function listenError({ host, port }: Config, error: unknown): StartupError {
+  const code = (error as { code?: unknown }).code;
+  const reason = typeof code === 'string' && LISTEN_REASONS[code] ? `${LISTEN_REASONS[code]} (${code})` : (error as Error).message;
+  return new StartupError(`cannot listen on ${host}:${port}: ${reason}`);
+}
+
+function open(config: Config, logger: Logger): Promise<Store> {
+  return openStore(config.database, {
+    logger,
+    poolSize: config.databasePoolSize,
+    startupTimeoutMs: config.databaseStartupTimeoutMs,
+    listCachePlants: config.listCachePlants,
+    server: true,
+  });
+}
+
 /**
- * Listens at once (while the store opens, /healthz is 200 and everything else 503 50301), opens the
- * store, and serves until SIGTERM/SIGINT. Then: stop accepting connections, let in-flight requests
- * finish for up to DRAIN_TIMEOUT, close the connections still open, close the store, exit 0. A second
- * signal, or a store that will not close, ends the process at once with exit code 1; nothing
- * acknowledged is lost either way, since an answer is only sent after its commit.
+ * Stops the process on SIGTERM/SIGINT/SIGHUP in every state: the drain (see http/lifecycle.ts), bounded
+ * by DRAIN_TIMEOUT, then the store closes and the process exits 0. A second signal, or a store that will
+ * not close, ends the process at once with exit code 1; nothing acknowledged is lost either way, since an
+ * answer is only sent after its commit. An uncaught error drains the same way and exits 1.
+ *
+ * The process exits explicitly: a PostgreSQL start-up still waiting for the database, for one, cannot be
+ * cancelled and would otherwise keep it alive.
+ */
+function stopOnSignals(app: FastifyInstance, config: Config): { readonly stopping: boolean; uninstall(): void } {
+  let stopping = false;
+  const stop = (exitCode: number): void => {
+    stopping = true;
+    const deadline = setTimeout(() => {
+      app.log.warn({ drainTimeoutMs: config.drainTimeoutMs }, 'requests still in flight at the drain deadline; closing their connections');
+      app.server.closeAllConnections();
+    }, config.drainTimeoutMs);
+    const giveUp = setTimeout(() => {
+      app.log.error({ afterMs: config.drainTimeoutMs + CLOSE_STORE_GRACE_MS }, 'the store did not close in time; exiting');
+      process.exit(1);
+    }, config.drainTimeoutMs + CLOSE_STORE_GRACE_MS);
+    // A signal is handled during the event loop's poll for I/O, maybe before a pending connection that
+    // the same poll reported; setImmediate runs once the poll is done and that connection accepted.
+    // Closing the listener first would reset it, with the request its client may already have sent.
+    // (A connection the kernel completes later than that is reset like a refused one: see lifecycle.ts.)
+    setImmediate(() => {
+      app.close().then(
+        () => {
+          clearTimeout(deadline);
+          clearTimeout(giveUp);
+          process.exit(exitCode);
+        },
+        (err: unknown) => {
+          app.log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    });
+  };
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      app.log.error({ signal }, 'second signal: exiting at once');
+      process.exit(1);
+    }
+    app.log.info({ signal }, 'shutting down');
+    stop(0);
+  };
+  const onFatal = (err: unknown): void => {
+    app.log.fatal({ err }, stopping ? 'fatal error while shutting down; exiting at once' : 'fatal error, shutting down');
+    if (stopping) process.exit(1);
+    stop(1);
+  };
+  const uninstall = (): void => {
+    for (const signal of STOP_SIGNALS) process.removeListener(signal, onSignal);
+    process.removeListener('uncaughtException', onFatal);
+    process.removeListener('unhandledRejection', onFatal);
+  };
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
+  process.on('uncaughtException', onFatal);
+  process.on('unhandledRejection', onFatal);
+  return {
+    get stopping() {
+      return stopping;
+    },
+    uninstall,
+  };
+}
+
+/**
+ * Opens the store and listens, then serves until a signal (see stopOnSignals). Nothing says "listening"
+ * before the server can serve:
+ *
+ * - SQLite opens in milliseconds, so it opens first: a locked, corrupt or impossible store ends start-up
+ *   before the port is taken.
+ * - PostgreSQL may take a while to accept connections (a database starting next to this server), so the
+ *   server listens first: /healthz answers 200 and everything else 503 50301 until the store is open, and
+ *   an orchestrator sees a live process that is not ready yet.
+ *
+ * A failure to listen or to open the store rejects with a StartupError naming the port or the store;
+ * everything opened so far is closed, so that the process can exit 1.
  */
 export async function serve(config: Config): Promise<FastifyInstance> {
   const logger = createLogger(config.logLevel);
   const store = new DeferredStore();
   const app = await buildApp({ ...config, store, logger });
   app.addHook('onClose', () => store.close());
-
-  const grace = closeWithGrace({ delay: config.drainTimeoutMs + CLOSE_STORE_GRACE_MS, logger: app.log }, async ({ signal, err }) => {
-    if (err) app.log.error({ err }, 'fatal error, shutting down');
-    else app.log.info({ signal }, 'shutting down');
-    const deadline = setTimeout(() => {
-      app.log.warn({ drainTimeoutMs: config.drainTimeoutMs }, 'requests still in flight at the drain deadline; closing their connections');
-      app.server.closeAllConnections();
-    }, config.drainTimeoutMs);
-    await app.close();
-    clearTimeout(deadline);
-  });
-
-  await app.listen({ port: config.port, host: config.host });
+  const signals = stopOnSignals(app, config);
+  /** False when a signal came while the store opened: the shutdown it started ends the process. */
+  const openStoreUnlessStopping = async (): Promise<boolean> => {
+    let opened: Store;
+    try {
+      opened = await open(config, logger);
+    } catch (error) {
+      throw storeError(config.database, error);
+    }
+    if (signals.stopping) {
+      await opened.close();
+      return false;
+    }
+    store.open(opened);
+    return true;
+  };
   try {
-    store.open(
-      await openStore(config.database, {
-        logger,
-        poolSize: config.databasePoolSize,
-        startupTimeoutMs: config.databaseStartupTimeoutMs,
-        listCachePlants: config.listCachePlants,
-        server: true,
-      }),
-    );
+    if (config.database.kind === 'sqlite' && !(await openStoreUnlessStopping())) return app;
+    try {
+      await app.listen({ port: config.port, host: config.host });
+    } catch (error) {
+      throw listenError(config, error);
+    }
+    if (config.database.kind === 'postgres') {
+      app.log.info({ store: where(config.database) }, 'opening the store; requests are answered 503 until it is open');
+      if (!(await openStoreUnlessStopping())) return app;
+    }
   } catch (error) {
-    // Not started: the caller reports the error and exits 1 (close-with-grace would exit 0 on its own).
-    grace.uninstall();
+    if (signals.stopping) return app;
+    signals.uninstall();
     await app.close();
     throw error;
   }
-  app.log.info({ store: store.backend }, 'plantstore ready');
+  app.log.info({ store: store.backend, at: where(config.database) }, 'plantstore ready');
   return app;
 }

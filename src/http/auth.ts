@@ -95,18 +95,21 @@ export function bearerAuth(store: Store, { failures, tokenRate }: AuthLimits = {
     if (header === undefined || !BEARER_SCHEME.test(header)) {
       return done(new ApiError(ERRORS.missingToken, ERRORS.missingToken.message, challenge()));
     }
-    const fail = (): void => {
+    const fail = (reason: 'malformed' | 'unknown' | 'revoked' | 'expired', tokenId?: number): void => {
+      // For whoever debugs a client: why, and for a known token its id (as in "token list"); never the
+      // token itself, nor its hash, which identifies it just as well.
+      request.log.debug({ reason, tokenId }, 'bearer token refused');
       // A wrong token is a guess: counted, and once there are too many, answered 429 instead.
       if (!failures) return done(invalidToken());
       failures.failed(request.ip).then((limited) => done(limited ?? invalidToken()), () => done(invalidToken()));
     };
     const token = BEARER.exec(header)?.[1];
-    if (token === undefined) return fail();
+    if (token === undefined) return fail('malformed');
     const hash = hashToken(token);
     const check = (record: TokenRecord | null): void => {
-      if (record === null || record.revokedAt !== null || (record.expiresAt !== null && record.expiresAt.getTime() <= now)) {
-        return fail();
-      }
+      if (record === null) return fail('unknown');
+      if (record.revokedAt !== null) return fail('revoked', record.id);
+      if (record.expiresAt !== null && record.expiresAt.getTime() <= now) return fail('expired', record.id);
       if (!record.scopes.includes(required)) {
         return done(
           new ApiError(

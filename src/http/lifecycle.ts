@@ -1,47 +1,117 @@
+import { Server as NetServer, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
+import type { StoreOutage } from './outage.js';
 import { SECURITY_HEADERS } from './security-headers.js';
 
+/** How often the drain looks for connections that have gone quiet. */
 const SWEEP_INTERVAL_MS = 100;
 /**
- * Requests a client wrote on a keep-alive connection just before the signal may still be unread when
- * shutdown starts; closing idle connections at once (as Node's server.close() does) would reset them.
- * They get this long to be read and answered (with Connection: close) first.
+ * While draining, a connection with no request in progress is closed by the server only once nothing has
+ * arrived on it for this long. A client that received its last answer before the drain began (without
+ * `Connection: close`) may already be sending its next request on that connection; closing it then
+ * would reset that request. One second covers a network round trip (under 300 ms between continents)
+ * plus a client whose event loop is briefly busy or paused by its garbage collector. It is also what an
+ * idle pooled connection adds to a drain: one second, well inside DRAIN_TIMEOUT (10 s by default).
+ * (A request sent at the very instant its idle connection is closed is the race every HTTP/1.1 server
+ * has; RFC 9112 §9.3.1 lets clients retry it. This only makes it as unlikely as it can be.)
  */
-const SETTLE_MS = 250;
-
+const DRAIN_IDLE_MS = 1000;
 
 export interface Lifecycle {
-  /** True from SIGTERM (app.close()) on: readiness answers 503, answers say Connection: close. */
+  /** True from the start of the drain (app.close()) on: readiness answers 503, answers say Connection: close. */
   readonly closing: boolean;
 }
 
+interface Watched {
+  bytesRead: number;
+  quietSince: number;
+}
+
 /**
- * Response headers and a bounded drain. Closing starts by settling (SETTLE_MS), then the listener
- * closes. Node's server.close() closes keep-alive connections that are idle at that moment only; a
- * connection busy then would stay open after its response until the keep-alive timeout (72 s), holding
- * shutdown hostage. So while closing, every answer says `Connection: close` (the client will not reuse
- * the socket), and idle connections are swept until the server has closed. (A request that never ends
- * is cut by server.ts after DRAIN_TIMEOUT.)
+ * Node's ServerResponse for the request being answered on this connection, or null between requests.
+ * Not in Node's typings; it is what Node's own `server.closeIdleConnections()` checks (lib/_http_server.js).
  */
-export function manageLifecycle(app: FastifyInstance): Lifecycle {
+function answering(socket: Socket): boolean {
+  const response = (socket as Socket & { _httpMessage?: { finished: boolean } | null })._httpMessage;
+  return response != null && !response.finished;
+}
+
+/**
+ * Response headers and the drain. The drain (Fastify's preClose, so `app.close()` runs it):
+ *
+ * 1. In one synchronous step, answers start saying `Connection: close` and the listener closes: new
+ *    connections are refused, and no client can be told to reconnect before that is so. (Closing the
+ *    listener as Node's `server.close()` does would also destroy every connection idle at that instant,
+ *    resetting requests that are on their way on them; only the listening socket is closed here.) A
+ *    connection the kernel had completed but the server not yet accepted is reset by the kernel: to
+ *    its client, a refused connection that looked open for a moment; nothing of it was processed.
+ * 2. Every request that arrives on a connection still open is answered, with `Connection: close`, after
+ *    which Node closes that connection.
+ * 3. A connection with no request in progress is closed once nothing has arrived on it for DRAIN_IDLE_MS
+ *    (checked again right after the event loop has read pending input, so bytes already received are
+ *    never discarded).
+ * 4. The drain ends when no connection is left. server.ts bounds it with DRAIN_TIMEOUT, after which it
+ *    closes the remaining connections itself.
+ *
+ * Connections are tracked from when they are accepted (one Set entry each; nothing per request).
+ * Closing also stops `outage`'s probe of the store, which is about to close.
+ */
+export function manageLifecycle(app: FastifyInstance, outage: StoreOutage): Lifecycle {
   const state = { closing: false };
+  const open = new Set<Socket>();
+  app.server.on('connection', (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+  });
   let sweeper: NodeJS.Timeout | undefined;
+
   app.addHook('onSend', (_request, reply, payload, done) => {
     reply.headers(SECURITY_HEADERS);
     if (state.closing) reply.header('connection', 'close');
     done(null, payload);
   });
+
   app.addHook('preClose', (done) => {
     state.closing = true;
-    const stopListening = () => {
-      sweeper = setInterval(() => app.server.closeIdleConnections(), SWEEP_INTERVAL_MS);
+    if (app.server.listening) NetServer.prototype.close.call(app.server);
+    const watched = new Map<Socket, Watched>();
+    const sweep = (): void => {
+      const now = Date.now();
+      const quiet: Socket[] = [];
+      for (const socket of open) {
+        const seen = watched.get(socket);
+        if (!seen || seen.bytesRead !== socket.bytesRead || answering(socket)) {
+          watched.set(socket, { bytesRead: socket.bytesRead, quietSince: now });
+        } else if (now - seen.quietSince >= DRAIN_IDLE_MS) {
+          quiet.push(socket);
+        }
+      }
+      if (quiet.length === 0) return;
+      // Timers run before the event loop polls for input; setImmediate runs right after it has. Bytes
+      // that arrived in between have then been read, and the connection is kept.
+      setImmediate(() => {
+        for (const socket of quiet) {
+          if (socket.bytesRead === watched.get(socket)?.bytesRead && !answering(socket)) socket.destroy();
+        }
+      });
+    };
+    const finish = (): void => {
+      if (open.size > 0) return;
+      clearInterval(sweeper);
+      sweeper = undefined;
       done();
     };
-    if (app.server.listening) setTimeout(stopListening, SETTLE_MS);
-    else stopListening();
+    sweep();
+    sweeper = setInterval(() => {
+      sweep();
+      finish();
+    }, SWEEP_INTERVAL_MS);
+    finish();
   });
+
   app.addHook('onClose', (_instance, done) => {
     clearInterval(sweeper);
+    outage.stop();
     done();
   });
   return state;

@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { BIN, spawnServer, type CliResult } from './process.js';
+
+/** A start-up that fails must fail at once; one still running after this is a hang. */
+const HANG_MS = 15_000;
+
+/** Runs `plantstore serve ARGS` to its end; SIGKILL after HANG_MS (a hung process may ignore SIGTERM). */
+async function serveUntilExit(args: string[], env: Record<string, string>): Promise<CliResult> {
+  const child = spawn(process.execPath, [BIN, 'serve', ...args], {
+    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    stdio: 'pipe',
+    timeout: HANG_MS,
+    killSignal: 'SIGKILL',
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const [code] = await once(child, 'close');
+  return { code, stdout, stderr };
+}
+
+function scratch(t: TestContext): string {
+  const dir = mkdtempSync(join(tmpdir(), 'plantstore-startup-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Exit code 1, exactly one line on stderr matching `line`, and nothing that says it listened. */
+function assertFailedStartup(result: CliResult, line: RegExp, label: string): void {
+  assert.notEqual(result.code, null, `${label}: still running after ${HANG_MS} ms (killed); output: ${result.stdout}${result.stderr}`);
+  assert.equal(result.code, 1, `${label}: exit code; stderr: ${result.stderr}`);
+  const lines = result.stderr.trimEnd().split('\n');
+  assert.equal(lines.length, 1, `${label}: one line on stderr, got: ${result.stderr}`);
+  assert.match(lines[0] ?? '', line, label);
+  assert.doesNotMatch(result.stdout, /listening|ready/i, `${label}: nothing says it listened`);
+}
+
+function pathPattern(path: string): RegExp {
+  return new RegExp(`^plantstore: .*${path.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`);
+}
+
+test('a SQLite store that is a directory, or under a regular file, ends start-up at once: exit 1, one line naming the path, never "listening"', async (t) => {
+  const dir = scratch(t);
+  const file = join(dir, 'a-file');
+  writeFileSync(file, 'not a folder');
+  const folder = join(dir, 'a-folder');
+  mkdirSync(folder);
+  for (const [label, path] of [['a directory', folder], ['a path under a regular file', join(file, 'x.db')]] as const) {
+    const result = await serveUntilExit(['--port', '0'], { DATABASE_URL: `sqlite:${path}` });
+    assertFailedStartup(result, pathPattern(path), label);
+  }
+});
+
+test('a port already in use ends start-up: exit 1, one line naming the address, never "listening"', async (t) => {
+  const taken = createServer();
+  taken.listen(0, '127.0.0.1');
+  await once(taken, 'listening');
+  t.after(() => taken.close());
+  const port = (taken.address() as { port: number }).port;
+  const result = await serveUntilExit(['--port', String(port)], { DATABASE_URL: `sqlite:${join(scratch(t), 'p.db')}` });
+  assertFailedStartup(result, new RegExp(`^plantstore: cannot listen on 127\\.0\\.0\\.1:${port}: .*in use.*EADDRINUSE`), 'EADDRINUSE');
+});
+
+test('an address that is not this machine\'s, or a host name that does not resolve, ends start-up with exit 1', async (t) => {
+  const database = `sqlite:${join(scratch(t), 'h.db')}`;
+  // 192.0.2.0/24 is TEST-NET-1 (RFC 5737): never assigned to a machine.
+  const notOurs = await serveUntilExit(['--port', '0', '--host', '192.0.2.1'], { DATABASE_URL: database });
+  assertFailedStartup(notOurs, /^plantstore: cannot listen on 192\.0\.2\.1:0: .*EADDRNOTAVAIL/, 'EADDRNOTAVAIL');
+  // .invalid never resolves (RFC 6761 §6.4).
+  const unknown = await serveUntilExit(['--port', '0'], { DATABASE_URL: database, HOST: 'no-such-host.invalid' });
+  assertFailedStartup(unknown, /^plantstore: cannot listen on no-such-host\.invalid:0: /, 'unresolvable HOST');
+});
+
+test('SIGTERM while start-up waits for PostgreSQL ends the process at once, exit 0', async (t) => {
+  const server = spawnServer(t, { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/test', DATABASE_STARTUP_TIMEOUT: '60s' });
+  await server.listening;
+  while (!server.logs().includes('waiting for PostgreSQL')) await new Promise((r) => setTimeout(r, 20));
+  const signalled = Date.now();
+  const code = await server.stop('SIGTERM');
+  const took = Date.now() - signalled;
+  assert.equal(code, 0);
+  assert.ok(took < 3000, `exited ${took} ms after SIGTERM`);
+  assert.match(server.logs(), /"signal":"SIGTERM","msg":"shutting down"/);
+});
+
+test('requests answered 503 while start-up waits for the store log nothing per request: no error, no stack', async (t) => {
+  const server = spawnServer(t, { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/test', DATABASE_STARTUP_TIMEOUT: '60s', LOG_LEVEL: 'info' });
+  const url = await server.listening;
+  for (let i = 0; i < 10; i++) {
+    for (const path of ['/readyz', '/plants']) {
+      const res = await fetch(`${url}${path}`, { headers: { authorization: 'Bearer pst_whatever' } });
+      assert.equal(res.status, 503);
+      assert.equal(((await res.json()) as { error: number }).error, 50301);
+    }
+  }
+  assert.equal(await server.stop('SIGTERM'), 0);
+  const lines = server.logs().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { level: number; reqId?: string });
+  assert.deepEqual(lines.filter((l) => l.reqId !== undefined), [], 'no line about a single request');
+  assert.deepEqual(lines.filter((l) => l.level >= 50), [], 'nothing at error level');
+  assert.doesNotMatch(server.logs(), /stack/);
+});

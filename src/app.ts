@@ -10,7 +10,7 @@ import { manageLifecycle } from './http/lifecycle.js';
 import { trackAllowedMethods } from './http/methods.js';
 import { openApi } from './http/openapi.js';
 import { plantRoutes } from './http/plants.js';
-import { strictQueryIntegers } from './http/query.js';
+import { strictQuery } from './http/query.js';
 import { AuthFailureLimit, TokenRateLimit } from './http/rate-limit.js';
 import { addSharedSchemas } from './http/schemas.js';
 
@@ -107,7 +107,7 @@ export async function buildApp({ store, logger, ...overrides }: AppOptions): Pro
     });
   }
   addSharedSchemas(app);
-  strictQueryIntegers(app);
+  strictQuery(app);
   // With CORS on, OPTIONS is the preflight, answered by @fastify/cors rather than 405.
   const addMethodNotAllowedRoutes = trackAllowedMethods(app, cross ? ['OPTIONS'] : []);
   await openApi(app);

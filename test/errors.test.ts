@@ -91,7 +91,7 @@ test('every row of the error table is produced by some request, with the Error b
 
   // A client that starts a request and never finishes it is cut off with 408 (here after 300 ms).
   const slow = await testApp(t, { requestTimeoutMs: 300 });
-  const timeout = parseRaw(await raw(slow.app, 'GET /plants HTTP/1.1\r\nHost: x\r\n', { end: false }));
+  const timeout = parseRaw(await raw(slow.app, 'GET /plants HTTP/1.1\r\nHost: x\r\n'));
   expectRow(ERRORS.requestTimeout, timeout.status, timeout.body, 'request not finished in time');
 
   // 503: another connection holds the write lock longer than the store waits. Nothing is stored.

@@ -10,10 +10,11 @@ export interface RawAnswer {
 
 /**
  * Sends raw bytes to the app (listening on loopback once asked) and returns everything it answers until
- * it closes the connection, or until `waitMs` passes (a kept-alive connection is then closed by us).
- * With `end`, the client half-closes after writing, as a client done sending does.
+ * it closes the connection, or until `waitMs` passes (a bound for a hang; then we close it).
+ * With `end`, the client half-closes after writing; Node's server then drops requests not yet answered
+ * (it does not allow half-open connections), so by default the client waits for the server to close.
  */
-export async function raw(app: FastifyInstance, bytes: string, { end = true, waitMs = 2000 } = {}): Promise<string> {
+export async function raw(app: FastifyInstance, bytes: string, { end = false, waitMs = 10_000 } = {}): Promise<string> {
   if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as { port: number };
   return new Promise((resolve, reject) => {

@@ -3,9 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import { integerOfJsonNumber } from '../domain/int64.js';
 import { ApiError, ERRORS } from './errors.js';
 
-/** Where the parser leaves the exact value of a body's `id` (null: not an integer). */
-const EXACT_ID = Symbol('exactId');
-type WithExactId = { [EXACT_ID]?: bigint | null };
+/** Where the parser leaves the literal of a body's top-level `id`, as written, when it is a number. */
+const ID_LITERAL = Symbol('idLiteral');
+type WithIdLiteral = { [ID_LITERAL]?: string };
 
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i;
 
@@ -52,22 +52,24 @@ export function parseJson(bytes: Buffer, maxDepth: number): unknown {
   }
   // JSON.parse keeps one property per distinct key (compared after unescaping), so fewer properties than
   // keys written means a key was repeated. Counting is cheaper than collecting the keys of every object.
-  if (countKeys(value) !== keys) {
+  if (countProperties(value) !== keys) {
     throw new ApiError(ERRORS.malformedJson, `The request body is ambiguous: duplicate key ${repeatedKey(text, maxDepth)} in one object`);
   }
-  if (idLiteral !== undefined && isObject(value)) {
-    // Up to 15 digits is always a safe integer, read exactly by JSON.parse; anything else (a fraction,
-    // an exponent, more digits) is decided by the literal's exact decimal value.
-    (value as WithExactId)[EXACT_ID] = PLAIN_SAFE_INTEGER.test(idLiteral) ? BigInt(value.id as number) : integerOfJsonNumber(idLiteral);
-  }
+  if (idLiteral !== undefined && isObject(value)) (value as WithIdLiteral)[ID_LITERAL] = idLiteral;
   return value;
 }
 
 const PLAIN_SAFE_INTEGER = /^-?\d{1,15}$/;
 
-/** The exact integer value of a parsed body's `id`, or null when it is not an integer. */
+/**
+ * The exact integer value of a parsed body's `id`, or null when it is not an integer. Up to 15 plain
+ * digits is always a safe integer, read exactly by JSON.parse; anything else (a fraction, an exponent,
+ * more digits) is decided by the literal's exact decimal value, never by its nearest double.
+ */
 export function exactId(body: { id: number }): bigint | null {
-  return (body as WithExactId)[EXACT_ID] ?? null;
+  const literal = (body as WithIdLiteral)[ID_LITERAL];
+  if (literal === undefined) return null;
+  return PLAIN_SAFE_INTEGER.test(literal) ? BigInt(body.id) : integerOfJsonNumber(literal);
 }
 
 const QUOTE = 0x22;
@@ -101,16 +103,11 @@ export function scan(text: string, maxDepth: number): Scanned {
   let keyNext = false;
   let keys = 0;
   let idLiteral: string | undefined;
-  // A plain loop over char codes: measured faster than indexOf per string for bodies of a NewPlant's size.
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
       const start = i;
-      for (i++; i < text.length; i++) {
-        const d = text.charCodeAt(i);
-        if (d === QUOTE) break;
-        if (d === BACKSLASH) i++;
-      }
+      i = stringEnd(text, i);
       if (keyNext) {
         keyNext = false;
         keys++;
@@ -142,6 +139,21 @@ export function nestingExceeds(text: string, max: number): boolean {
 
 function tooDeep(maxDepth: number): ApiError {
   return new ApiError(ERRORS.malformedJson, `The request body nests arrays and objects deeper than ${maxDepth} levels (MAX_JSON_DEPTH)`);
+}
+
+/**
+ * The index of the quote closing the string that opens at `start` (the text's length if none). indexOf
+ * is native: a 200-character name is skipped about three times faster than char by char.
+ */
+function stringEnd(text: string, start: number): number {
+  for (let quote = start; ; ) {
+    quote = text.indexOf('"', quote + 1);
+    if (quote < 0) return text.length;
+    let before = quote - 1;
+    while (text.charCodeAt(before) === BACKSLASH) before--;
+    // An even number of backslashes escape each other, not the quote.
+    if ((quote - 1 - before) % 2 === 0) return quote;
+  }
 }
 
 /** Whether the string from `start` to `end` (its quotes) is "id", escaped or not. */
@@ -177,15 +189,17 @@ const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
 /** Digits, sign, decimal point, exponent: every character a JSON number literal may hold. */
 const isNumberChar = (c: number): boolean => isDigit(c) || c === MINUS || c === 0x2b || c === 0x2e || c === 0x65 || c === 0x45;
 
-/** How many properties a parsed JSON value holds, in all its objects. */
-function countKeys(value: unknown): number {
+/** How many properties a parsed JSON value holds, in all its objects (Object.values: own, string-keyed). */
+function countProperties(value: unknown): number {
   if (typeof value !== 'object' || value === null) return 0;
   let count = 0;
   if (Array.isArray(value)) {
-    for (const item of value) count += countKeys(item);
+    for (const item of value) count += countProperties(item);
     return count;
   }
-  for (const key of Object.keys(value)) count += 1 + countKeys((value as Record<string, unknown>)[key]);
+  const values = Object.values(value);
+  count = values.length;
+  for (const item of values) if (typeof item === 'object' && item !== null) count += countProperties(item);
   return count;
 }
 
@@ -197,7 +211,7 @@ function repeatedKey(text: string, maxDepth: number): string {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
       const start = i;
-      for (i++; i < text.length && text.charCodeAt(i) !== QUOTE; i++) if (text.charCodeAt(i) === BACKSLASH) i++;
+      i = stringEnd(text, i);
       const keys = open[open.length - 1];
       if (keyNext && keys) {
         const key = JSON.parse(text.slice(start, i + 1)) as string; // JSON.parse accepted the whole text

@@ -3,7 +3,7 @@ import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { DEFAULTS, type Config } from './config.js';
 import type { Store } from './store/store.js';
-import { ApiError, clientErrorHandler, ERRORS, toApiError } from './http/errors.js';
+import { clientErrorHandler, toApiError } from './http/errors.js';
 import { healthRoutes } from './http/health.js';
 import { registerJsonParser } from './http/json.js';
 import { manageLifecycle } from './http/lifecycle.js';
@@ -96,11 +96,8 @@ export async function buildApp({ store, logger, ...overrides }: AppOptions): Pro
   registerJsonParser(app, { maxDepth: settings.maxJsonDepth });
   app.setErrorHandler(sendError);
   app.setNotFoundHandler(notFoundOrNotAllowed(app));
-  // First of all hooks: framing and protocol checks, before anything reads the request.
-  enforceProtocol(app);
-  app.addHook('onRequest', (request, _reply, done) => {
-    done(request.url.length > settings.maxUrlLength ? new ApiError(ERRORS.urlTooLong) : undefined);
-  });
+  // First of all hooks: framing, protocol and URL length checks, before anything reads the request.
+  enforceProtocol(app, { maxUrlLength: settings.maxUrlLength });
   if (settings.accessLog) app.addHook('onResponse', logAccess);
   const lifecycle = manageLifecycle(app);
   const cross = settings.corsOrigins.length > 0;

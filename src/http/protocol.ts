@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyInstance, onRequestHookHandler } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { ApiError, ERRORS, writeRawError } from './errors.js';
 
 /** Marks a request whose Expect header Node found unmeetable (see below). */
@@ -17,10 +17,10 @@ const CLOSE = { connection: 'close' };
  * here is an Error body with the security headers, like every other. Needs the http server option
  * `requireHostHeader: false` (see app.ts), so that a missing Host reaches the hook.
  *
- * Registers the first onRequest hook of the app: it runs before any route's own hooks (authentication)
- * and before the body is read.
+ * Registers the first onRequest hook of the app, which also checks the URL's length (one hook rather than
+ * two on every request): it runs before any route's own hooks (authentication) and before the body is read.
  */
-export function enforceProtocol(app: FastifyInstance): void {
+export function enforceProtocol(app: FastifyInstance, { maxUrlLength }: { maxUrlLength: number }): void {
   // RFC 9110 §10.1.1: an expectation other than 100-continue may be refused with 417. Node would answer
   // 417 with an empty body; the request goes through Fastify instead, marked, and the hook refuses it,
   // so the answer has every header an answer gets (security, CORS, Connection: close while draining).
@@ -33,20 +33,19 @@ export function enforceProtocol(app: FastifyInstance): void {
   app.server.on('connect', (_request, socket) => {
     writeRawError(socket, ERRORS.badRequest, `${ERRORS.badRequest.message}: CONNECT is not supported (this is not a proxy)`);
   });
-  app.addHook('onRequest', checkFraming);
+  app.addHook('onRequest', (request, _reply, done) => {
+    const raw = request.raw as Marked;
+    const refused = framingError(raw);
+    if (refused !== undefined) return done(refused);
+    if (request.url.length > maxUrlLength) return done(new ApiError(ERRORS.urlTooLong));
+    // RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without Host.
+    if (raw.headers.host === undefined && raw.httpVersion === '1.1') {
+      return done(new ApiError(ERRORS.badRequest, `${ERRORS.badRequest.message}: an HTTP/1.1 request needs a Host header`));
+    }
+    if (raw[EXPECTATION_FAILED]) return done(new ApiError(ERRORS.expectationFailed));
+    done();
+  });
 }
-
-const checkFraming: onRequestHookHandler = (request, _reply, done) => {
-  const raw = request.raw as Marked;
-  const refused = framingError(raw);
-  if (refused !== undefined) return done(refused);
-  // RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without Host.
-  if (raw.headers.host === undefined && raw.httpVersion === '1.1') {
-    return done(new ApiError(ERRORS.badRequest, `${ERRORS.badRequest.message}: an HTTP/1.1 request needs a Host header`));
-  }
-  if (raw[EXPECTATION_FAILED]) return done(new ApiError(ERRORS.expectationFailed));
-  done();
-};
 
 /**
  * The refusal of a request whose body framing this server does not read, if it is one; also used for

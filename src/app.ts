@@ -3,17 +3,19 @@ import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { DEFAULTS, type Config } from './config.js';
 import type { Store } from './store/store.js';
-import { ApiError, clientErrorHandler, ERRORS, toApiError } from './http/errors.js';
+import { clientErrorHandler, toApiError } from './http/errors.js';
 import { healthRoutes } from './http/health.js';
 import { registerJsonParser } from './http/json.js';
 import { manageLifecycle } from './http/lifecycle.js';
-import { trackAllowedMethods } from './http/methods.js';
+import { notFoundOrNotAllowed } from './http/methods.js';
 import { openApi } from './http/openapi.js';
 import { StoreOutage } from './http/outage.js';
 import { plantRoutes } from './http/plants.js';
-import { strictQueryIntegers } from './http/query.js';
+import { enforceProtocol, framingError } from './http/protocol.js';
+import { strictQuery } from './http/query.js';
 import { AuthFailureLimit, TokenRateLimit } from './http/rate-limit.js';
 import { addSharedSchemas } from './http/schemas.js';
+import { SECURITY_HEADERS } from './http/security-headers.js';
 
 /** The settings the HTTP layer uses; every one has the default of the configuration table. */
 export type HttpSettings = Pick<
@@ -76,6 +78,8 @@ export async function buildApp({ store, logger, ...overrides }: AppOptions): Pro
       // Node checks these timeouts on this interval (default 30 s), so it bounds how late they fire.
       connectionsCheckingInterval: Math.min(1000, settings.requestTimeoutMs / 4),
       maxHeaderSize: settings.maxHeaderSize,
+      // Node would answer a missing Host itself, with an empty body; http/protocol.ts answers it instead.
+      requireHostHeader: false,
     },
     bodyLimit: settings.maxBodySize,
     clientErrorHandler,
@@ -83,8 +87,11 @@ export async function buildApp({ store, logger, ...overrides }: AppOptions): Pro
     // body shape. Serving them (with Connection: close) is what clients want; new connections are
     // refused because the listener is closed first.
     return503OnClosing: false,
-    // Errors Fastify raises before routing (a URL with bad percent-encoding) get the same treatment.
-    frameworkErrors: sendError,
+    // Errors Fastify raises before routing (a URL with bad percent-encoding) get the same treatment. Such
+    // a request has no route, so no hook runs: the security headers are set here, and a framing error
+    // takes precedence as it would in the hook (http/protocol.ts).
+    frameworkErrors: (error, request, reply) =>
+      sendError(framingError(request.raw) ?? error, request, reply.headers(SECURITY_HEADERS)),
     ajv: {
       customOptions: {
         // Fastify coerces types by default, which would accept {"name": 5} as "5" and {"id": "5"} as 5.
@@ -98,12 +105,9 @@ export async function buildApp({ store, logger, ...overrides }: AppOptions): Pro
 
   registerJsonParser(app, { maxDepth: settings.maxJsonDepth });
   app.setErrorHandler(sendError);
-  app.setNotFoundHandler(() => {
-    throw new ApiError(ERRORS.routeNotFound);
-  });
-  app.addHook('onRequest', (request, _reply, done) => {
-    done(request.url.length > settings.maxUrlLength ? new ApiError(ERRORS.urlTooLong) : undefined);
-  });
+  app.setNotFoundHandler(notFoundOrNotAllowed(app));
+  // First of all hooks: framing, protocol and URL length checks, before anything reads the request.
+  enforceProtocol(app, { maxUrlLength: settings.maxUrlLength });
   if (settings.accessLog) app.addHook('onResponse', logAccess);
   const lifecycle = manageLifecycle(app, outage);
   const cross = settings.corsOrigins.length > 0;
@@ -117,9 +121,7 @@ export async function buildApp({ store, logger, ...overrides }: AppOptions): Pro
     });
   }
   addSharedSchemas(app);
-  strictQueryIntegers(app);
-  // With CORS on, OPTIONS is the preflight, answered by @fastify/cors rather than 405.
-  const addMethodNotAllowedRoutes = trackAllowedMethods(app, cross ? ['OPTIONS'] : []);
+  strictQuery(app);
   await openApi(app);
   await app.register(plantRoutes, {
     store,
@@ -129,7 +131,5 @@ export async function buildApp({ store, logger, ...overrides }: AppOptions): Pro
     },
   });
   await app.register(healthRoutes, { store, lifecycle });
-  await app.after();
-  addMethodNotAllowedRoutes();
   return app;
 }

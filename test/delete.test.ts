@@ -49,3 +49,22 @@ test('a path id that is not a decimal int64 is 400 40004', async (t) => {
     assert.equal(errorBody(res).error, 40004, id);
   }
 });
+
+test('a DELETE with Content-Type: application/json and no body is answered as usual: 204, then 404', async (t) => {
+  const { app, token } = await testApp(t);
+  const alice = await token('alice');
+  await create(app, alice, { id: 1, name: 'a' });
+  await create(app, alice, { id: 2, name: 'b' });
+  // Many clients send the header on every request; without a body there is nothing for it to describe.
+  const json = { ...bearer(alice), 'content-type': 'application/json' };
+  const first = await app.inject({ method: 'DELETE', url: '/plants/1', headers: json });
+  assert.equal(first.statusCode, 204, first.body);
+  const again = await app.inject({ method: 'DELETE', url: '/plants/1', headers: { ...json, 'content-length': '0' } });
+  assert.equal(again.statusCode, 404, again.body);
+  assert.equal(errorBody(again).error, 40401);
+  const charset = await app.inject({ method: 'DELETE', url: '/plants/2', headers: { ...json, 'content-type': 'application/json; charset=utf-8', 'content-length': '0' } });
+  assert.equal(charset.statusCode, 204, charset.body);
+  assert.equal((await list(app, alice)).body, '[]');
+  // A body that is there is still checked: it must be JSON, even though a DELETE ignores it.
+  assert.equal(errorBody(await app.inject({ method: 'DELETE', url: '/plants/3', headers: json, payload: '{' })).error, 40001);
+});

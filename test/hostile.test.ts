@@ -85,6 +85,43 @@ test('hostile bodies and content types to POST /plants: never a 5xx, documented 
   );
 });
 
+/** A key written as JSON, sometimes with every character escaped as \uXXXX: the same key to a parser. */
+const keyText = (key: string, escaped: boolean): string =>
+  escaped ? `"${[...key].map((c) => [...c].map((u) => `\\u${u.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')).join('')}"` : JSON.stringify(key);
+
+test('JSON without duplicate keys is never refused as a duplicate, whatever its strings hold', async (t) => {
+  const fixture = await testApp(t);
+  const token = await fixture.token('alice');
+  let id = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.jsonValue({ maxDepth: 8 }), async (extra) => {
+      const payload = `{"id":${++id},"name":"x",${JSON.stringify('"{[\\')}:${JSON.stringify(extra)}}`;
+      const res = await check(fixture, { method: 'POST', url: '/plants', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload });
+      assert.equal(res.statusCode, 200, `${payload.slice(0, 200)} → ${res.body}`);
+    }),
+    { numRuns: RUNS },
+  );
+});
+
+test('a key repeated in any object of a body, however escaped, is 400 40001', async (t) => {
+  const fixture = await testApp(t);
+  const token = await fixture.token('alice');
+  await fc.assert(
+    fc.asyncProperty(
+      fc.string({ maxLength: 8 }), fc.boolean(), fc.boolean(), fc.jsonValue({ maxDepth: 3 }), fc.integer({ min: 0, max: 3 }),
+      async (key, escapeFirst, escapeSecond, value, depth) => {
+        let object = `{${keyText(key, escapeFirst)}:${JSON.stringify(value)},"other":1,${keyText(key, escapeSecond)}:2}`;
+        for (let d = 0; d < depth; d++) object = d % 2 === 0 ? `[0,${object}]` : `{"level${d}":${object}}`;
+        const payload = `{"id":1,"name":"x","extra":${object}}`;
+        const res = await check(fixture, { method: 'POST', url: '/plants', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload });
+        assert.equal(res.statusCode, 400, payload);
+        assert.equal((res.json() as { error: number }).error, 40001, payload);
+      },
+    ),
+    { numRuns: RUNS },
+  );
+});
+
 const queryValue = fc.oneof(
   anyText.map(encodeURIComponent),
   fc.string({ maxLength: 40 }),
@@ -157,8 +194,15 @@ test('raw bytes on a socket: an HTTP error with the Error body, or nothing; neve
     fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b).toString('latin1')),
     fc.tuple(fc.constantFrom('GET', 'POST', 'BREW', ''), fc.string({ maxLength: 50 })).map(([m, p]) => `${m} /${p} HTTP/1.1`),
   );
+  const header = fc.oneof(
+    fc.string({ maxLength: 60 }),
+    fc.constantFrom(
+      'Transfer-Encoding: gzip', 'Transfer-Encoding: gzip, chunked', 'Transfer-Encoding: chunked', 'Transfer-Encoding: identity',
+      'Content-Length: 3', 'Expect: 100-continue', 'Expect: x', 'Host: y', 'Connection: close', 'Upgrade: h2c',
+    ),
+  );
   await fc.assert(
-    fc.asyncProperty(line, fc.array(fc.string({ maxLength: 60 }), { maxLength: 4 }), async (requestLine, headers) => {
+    fc.asyncProperty(line, fc.array(header, { maxLength: 4 }), async (requestLine, headers) => {
       const socket = connect(port, '127.0.0.1');
       let answer = '';
       socket.on('data', (d) => (answer += d.toString('latin1')));

@@ -73,13 +73,58 @@ test('ids outside int64, or with a fraction, are 400 40002', async (t) => {
   assert.equal((await list(app, alice)).body, '[]');
 });
 
-test('a repeated id key with different values past 2^53 is ambiguous: 400 40001', async (t) => {
+test('an id is an integer by the exact decimal value of its literal, not by its nearest double: else 400 40002', async (t) => {
   const { app, token } = await testApp(t);
   const alice = await token('alice');
-  const res = await create(app, alice, '{"id":1,"id":9007199254740993,"name":"x"}');
-  assert.equal(res.statusCode, 400);
-  assert.equal(errorBody(res).error, 40001);
-  // Within the safe range JSON.parse's rule applies: the last value wins, as in most JSON parsers.
-  assert.equal((await create(app, alice, '{"id":1,"id":2,"name":"x"}')).statusCode, 200);
-  assert.equal((await create(app, alice, '{"id":2,"name":"x"}')).statusCode, 200, 'stored under id 2');
+  // Each of these rounds to an integer as a double (0, 2, 2^53 - 1, -0, …) yet is not one.
+  for (const id of ['1e-400', '2.00000000000000001', '9007199254740990.6', '-1e-400', '4.9e-324', '0.5e-1', '1.0000000000000000000001e3', '9223372036854775807.5']) {
+    const res = await create(app, alice, `{"id":${id},"name":"x"}`);
+    assert.equal(res.statusCode, 400, id);
+    const body = errorBody(res);
+    assert.equal(body.error, 40002, id);
+    assert.match(body.message, /id/, id);
+  }
+  assert.equal((await list(app, alice)).body, '[]');
+  // Integers written with a fraction or an exponent are still those integers.
+  for (const [literal, same] of [['1e3', '1000'], ['1000.0', '1000'], ['2.000000000000000000000', '2'], ['9007199254740993e0', '9007199254740993'], ['-0.0', '0'], ['0e-999', '0']]) {
+    assert.equal((await create(app, alice, `{"id":${literal},"name":"n${same}"}`)).statusCode, 200, literal);
+    assert.equal((await create(app, alice, `{"id":${same},"name":"n${same}"}`)).statusCode, 200, `${literal} is ${same}`);
+  }
+});
+
+test('a body with a duplicate key, at any depth and in any order, is 400 40001', async (t) => {
+  const { app, token } = await testApp(t);
+  const alice = await token('alice');
+  for (const json of [
+    '{"id":9007199254740993,"name":"x","id":5}', // once stored 5
+    '{"id":5,"name":"x","id":9007199254740993}',
+    '{"id":1,"id":2,"name":"x"}',
+    '{"id":1,"id":1,"name":"x"}', // the same value twice is still ambiguous text
+    '{"name":"a","id":1,"name":"b"}',
+    '{"id":1,"name":"x","tag":"a","tag":"b"}',
+    '{"id":1,"\\u0069d":2,"name":"x"}', // keys compare after unescaping
+    '{"id":1,"name":"x","n\\u0061me":"y"}',
+    '{"id":1,"name":"x","extra":{"a":1,"a":2}}',
+    '{"id":1,"name":"x","extra":[{"a":1},{"b":[{"c":{"d":1,"d":1}}]}]}',
+    '{"id":1,"name":"x","extra":{"\\"":1,"\\u0022":2}}',
+    '{"id":1,"name":"x","extra":{"":1,"":2}}',
+  ]) {
+    const res = await create(app, alice, json);
+    assert.equal(res.statusCode, 400, json);
+    const body = errorBody(res);
+    assert.equal(body.error, 40001, json);
+    assert.match(body.message, /duplicate/i, json);
+  }
+  assert.equal((await list(app, alice)).body, '[]');
+  // The same key in different objects, and keys hidden inside strings, are no duplicates.
+  for (const [i, json] of [
+    '{"id":1,"name":"x","extra":[{"a":1},{"a":2}],"a":3}',
+    '{"id":2,"name":"\\"id\\":3, {\\"name\\":","tag":"\\\\"}',
+    '{"id":3,"name":"y","extra":{"id":4,"name":"z"}}',
+    '{"id":4,"name":"w","i\\u0064x":1,"ID":5}',
+  ].entries()) {
+    const res = await create(app, alice, json);
+    assert.equal(res.statusCode, 200, json);
+    assert.equal((await create(app, alice, `{"id":${i + 1},"name":"other"}`)).statusCode, 409, `${json} is stored under id ${i + 1}`);
+  }
 });

@@ -122,3 +122,32 @@ test('a cursor from another user\'s listing is refused (400 40003): it reveals n
   assert.equal(res.statusCode, 400);
   assert.equal(errorBody(res).error, 40003);
 });
+
+test('a query parameter name or value that is not valid percent-encoded UTF-8 is 400 40003, naming it', async (t) => {
+  const { app, token } = await testApp(t);
+  const alice = await token('alice');
+  await create(app, alice, { id: 1, name: 'literal', tag: '%C3' });
+  const cases: Array<[string, RegExp]> = [
+    ['?tag=%C3', /tag/], // a UTF-8 sequence cut short
+    ['?tag=%ZZ', /tag/], // not hex
+    ['?tag=%', /tag/],
+    ['?tag=%ED%A0%80', /tag/], // an encoded surrogate is not UTF-8
+    ['?tag=%C0%AF', /tag/], // an overlong encoding of "/"
+    ['?limit=2&tag=a%FFb', /tag/],
+    ['?limit=%C3', /limit/],
+    ['?cursor=%FF', /cursor/],
+    ['?%ZZ=1', /%ZZ/],
+    ['?ta%C3=x', /ta%C3/],
+  ];
+  for (const [query, name] of cases) {
+    const res = await list(app, alice, query);
+    assert.equal(res.statusCode, 400, query);
+    const body = errorBody(res);
+    assert.equal(body.error, 40003, query);
+    assert.match(body.message, name, query);
+  }
+  // Valid encodings are decoded as before: %25 is "%", + is a space, astral characters work.
+  assert.equal((await list(app, alice, '?tag=%25C3')).body, '[{"name":"literal","tag":"%C3"}]');
+  assert.equal((await list(app, alice, '?tag=a+b&limit=%31')).body, '[]');
+  assert.equal((await list(app, alice, `?tag=${encodeURIComponent('🌱 é')}`)).statusCode, 200);
+});

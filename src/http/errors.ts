@@ -1,3 +1,5 @@
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { FastifyError } from 'fastify';
 import { Type } from 'typebox';
 import { STORABLE_TEXT } from '../domain/plant.js';
@@ -33,6 +35,7 @@ export const ERRORS = {
   bodyTooLarge: { status: 413, code: 41300, message: 'The request body is larger than the limit (MAX_BODY_SIZE)' },
   urlTooLong: { status: 414, code: 41400, message: 'The request URL is longer than the limit (MAX_URL_LENGTH)' },
   unsupportedMediaType: { status: 415, code: 41500, message: 'The request body must be application/json (UTF-8)' },
+  expectationFailed: { status: 417, code: 41700, message: 'The Expect header asks for something other than 100-continue' },
   rateLimited: { status: 429, code: 42900, message: 'Too many requests with this token; see Retry-After' },
   authFailuresLimited: { status: 429, code: 42901, message: 'Too many failed authentications from this address; see Retry-After' },
   headersTooLarge: { status: 431, code: 43100, message: 'The request headers are too large (MAX_HEADER_SIZE)' },
@@ -116,17 +119,12 @@ const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 408: 'Request 
 const RAW_HEADERS = Object.entries(SECURITY_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join('');
 
 /**
- * Errors Node's HTTP parser raises before any route runs (a garbled request line, oversized headers, a
- * request that never finished arriving). Fastify's default answer has a different body shape; this one
- * keeps the contract: every failure carries an Error body.
+ * Writes an Error answer straight onto a socket that no ServerResponse owns (a parser error, a CONNECT),
+ * with the security headers every answer carries, and closes the connection: what follows on it cannot
+ * be read as a request.
  */
-export function clientErrorHandler(error: Error & { code?: string }, socket: import('node:net').Socket): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const row =
-    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? ERRORS.requestTimeout
-    : error.code === 'HPE_HEADER_OVERFLOW' ? ERRORS.headersTooLarge
-    : ERRORS.badRequest;
-  const body = JSON.stringify({ error: row.code, message: row.message });
+export function writeRawError(socket: Duplex, row: ErrorRow & { status: keyof typeof STATUS_TEXT }, message: string = row.message): void {
+  const body = JSON.stringify({ error: row.code, message });
   if (socket.writable) {
     socket.write(
       `HTTP/1.1 ${row.status} ${STATUS_TEXT[row.status]}\r\nContent-Type: application/json; charset=utf-8\r\n${RAW_HEADERS}` +
@@ -134,4 +132,25 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: imp
     );
   }
   socket.destroy();
+}
+
+/**
+ * Errors Node's HTTP parser raises before any route runs (a garbled request line, oversized headers, a
+ * request that never finished arriving). Fastify's default answer has a different body shape; this one
+ * keeps the contract: every failure carries an Error body.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  // The parser may fail in a request's body after that request was answered (a route that answers
+  // before reading the body, then a bad chunk): a second answer would be taken for the answer to the
+  // next request. Node's own handler checks the same private field; the answer is flushed, then closed.
+  if ((socket as Socket & { _httpMessage?: { headersSent: boolean } | null })._httpMessage?.headersSent) {
+    socket.end(() => socket.destroy());
+    return;
+  }
+  const row =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? ERRORS.requestTimeout
+    : error.code === 'HPE_HEADER_OVERFLOW' ? ERRORS.headersTooLarge
+    : ERRORS.badRequest;
+  writeRawError(socket, row);
 }

@@ -68,9 +68,12 @@ export async function plantRoutes(app: FastifyInstance, { store, limits }: { sto
     },
     async (request) => {
       const body = request.body as NewPlantBody;
+      // Integer-ness is decided on the literal's exact decimal value (json.ts): 1e3 is 1000, while
+      // 2.00000000000000001 is not an integer though its nearest double is.
       const id = exactId(body);
       if (id === null || !isInt64(id)) {
-        throw new ApiError(ERRORS.invalidNewPlant, `${ERRORS.invalidNewPlant.message}: id must be a 64-bit signed integer`);
+        const reason = id === null ? 'must be an integer (1e3 and 1000.0 are; 1.5 and 2.00000000000000001 are not)' : 'must be a 64-bit signed integer';
+        throw new ApiError(ERRORS.invalidNewPlant, `${ERRORS.invalidNewPlant.message}: id ${reason}`);
       }
       const plant = body.tag === undefined ? { id, name: body.name } : { id, name: body.name, tag: body.tag };
       if ((await store.createPlant(request.principal.user, plant)) === 'conflict') {

@@ -1,21 +1,29 @@
 import type { FastifyInstance, preValidationHookHandler } from 'fastify';
+import { ApiError, ERRORS } from './errors.js';
 
 const DECIMAL = /^\d{1,15}$/;
 
 /**
- * Query strings carry only text. With ajv's coercion off (see app.ts), integer parameters are converted
- * here, and only from plain decimal digits: ajv's own coercion would also take "0x10", " 5" or "1e2".
- * Anything else stays a string and fails the schema's `type: integer` with a 400.
+ * Query strings of routes that read them (those with a querystring schema) are checked strictly:
+ *
+ * - Percent-encoding must be valid and decode to UTF-8 (RFC 3986 §2.1, WHATWG URL). Fastify's parser keeps
+ *   a badly encoded name or value as it was written, so `?tag=%C3` would have listed the tag "%C3" (and its
+ *   next link would have named another tag, "%25C3"). Checked only when the query holds a '%'.
+ * - With ajv's coercion off (see app.ts), integer parameters are converted here, and only from plain
+ *   decimal digits: ajv's own coercion would also take "0x10", " 5" or "1e2". Anything else stays a
+ *   string and fails the schema's `type: integer` with a 400.
  */
-export function strictQueryIntegers(app: FastifyInstance): void {
+export function strictQuery(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     const properties = (route.schema?.querystring as { properties?: Record<string, { type?: unknown }> } | undefined)
       ?.properties;
-    const integers = Object.entries(properties ?? {})
+    if (properties === undefined) return;
+    const integers = Object.entries(properties)
       .filter(([, schema]) => schema.type === 'integer')
       .map(([name]) => name);
-    if (integers.length === 0) return;
-    const coerce: preValidationHookHandler = (request, _reply, done) => {
+    const check: preValidationHookHandler = (request, _reply, done) => {
+      const bad = badlyEncoded(request.url);
+      if (bad !== undefined) return done(new ApiError(ERRORS.invalidQuery, `${ERRORS.invalidQuery.message}: ${bad} is not valid percent-encoded UTF-8`));
       const query = request.query as Record<string, unknown>;
       for (const name of integers) {
         const value = query[name];
@@ -23,6 +31,33 @@ export function strictQueryIntegers(app: FastifyInstance): void {
       }
       done();
     };
-    route.preValidation = [coerce, ...[route.preValidation ?? []].flat()];
+    route.preValidation = [check, ...[route.preValidation ?? []].flat()];
   });
 }
+
+/** Which parameter of the URL's query (`tag`, or `the name "%ZZ"`) has bad percent-encoding, if one does. */
+export function badlyEncoded(url: string): string | undefined {
+  const start = url.indexOf('?');
+  if (start < 0 || !url.includes('%', start)) return undefined;
+  for (const pair of url.slice(start + 1).split('&')) {
+    const equals = pair.indexOf('=');
+    const name = equals < 0 ? pair : pair.slice(0, equals);
+    const decodedName = decoded(name);
+    if (decodedName === undefined) return `the parameter name ${show(name)}`;
+    if (equals >= 0 && decoded(pair.slice(equals + 1)) === undefined) return decodedName;
+  }
+  return undefined;
+}
+
+function decoded(text: string): string | undefined {
+  if (!text.includes('%')) return text;
+  try {
+    // Throws on a '%' not followed by two hex digits and on bytes that are not UTF-8 (overlong forms,
+    // surrogates, cut-short sequences).
+    return decodeURIComponent(text);
+  } catch {
+    return undefined;
+  }
+}
+
+const show = (text: string): string => JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text);

@@ -3,7 +3,7 @@ import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { DEFAULTS, type Config } from './config.js';
 import type { Store } from './store/store.js';
-import { clientErrorHandler, toApiError } from './http/errors.js';
+import { clientErrorHandler, ERRORS, toApiError } from './http/errors.js';
 import { healthRoutes } from './http/health.js';
 import { registerJsonParser } from './http/json.js';
 import { manageLifecycle } from './http/lifecycle.js';

@@ -65,9 +65,10 @@ test('unknown or malformed tokens: 401 40101 with error="invalid_token"', async 
 
 test('an expired token is refused with 40101', async (t) => {
   const { app, token } = await testApp(t);
-  const secret = await token('alice', { expiresInMs: 300 });
+  // Long enough for the first request on a loaded machine (300 ms was not, twice, under load).
+  const secret = await token('alice', { expiresInMs: 2000 });
   assert.equal((await list(app, secret)).statusCode, 200);
-  await sleep(400);
+  await sleep(2100);
   const res = await list(app, secret);
   assert.equal(res.statusCode, 401);
   assert.equal(errorBody(res).error, 40101);

@@ -3,9 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../../src/store/store.js';
-import { BACKEND, testDatabase, testStore, TEST_QUERY_TIMEOUT_MS } from '../helpers.js';
-import { runCli, startServer } from '../process.js';
-import { call, errorCode, type Answer } from './spawn.js';
+import { BACKEND, testStore, TEST_QUERY_TIMEOUT_MS } from '../helpers.js';
+import { call, errorCode, servedSqlite, type Answer } from './spawn.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 
@@ -28,19 +27,8 @@ function holdWriteLock(path: string): () => void {
   };
 }
 
-async function served(t: Parameters<typeof testDatabase>[0]) {
-  const { url } = await testDatabase(t);
-  const env = { DATABASE_URL: url };
-  const token = (await runCli(['token', 'create', '--user', 'alice'], env)).stdout.trim();
-  const server = await startServer(t, env);
-  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-  const create = (id: number) => call(`${server.url}/plants`, { method: 'POST', headers, body: JSON.stringify({ id, name: `p${id}` }) });
-  const list = () => call(`${server.url}/plants`, { headers });
-  return { server, path: url.slice('sqlite:'.length), create, list };
-}
-
 test('while another process holds the write lock for 8 s, /healthz and a cached list answer within 100 ms, a create answers 503 50300 after 5 s', async (t) => {
-  const { server, path, create, list } = await served(t);
+  const { server, path, create, list } = await servedSqlite(t);
   assert.equal((await create(1)).status, 200);
   assert.equal((await list()).status, 200, 'the list is now cached');
 
@@ -75,7 +63,7 @@ test('while another process holds the write lock for 8 s, /healthz and a cached 
 });
 
 test('a create that finds the write lock taken succeeds once it is released within the busy timeout', async (t) => {
-  const { path, create } = await served(t);
+  const { path, create } = await servedSqlite(t);
   const release = holdWriteLock(path);
   t.after(release);
   const pending = create(1);

@@ -5,7 +5,7 @@ import { openStore } from '../../src/store/open.js';
 import { StoreUnavailableError } from '../../src/store/store.js';
 import { BACKEND, silentLogger, testDatabase } from '../helpers.js';
 import { runCli, startServer, type ServerProcess } from '../process.js';
-import { call, errorCode, eventually } from './spawn.js';
+import { call, errorCode, eventually, servedSqlite } from './spawn.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 
@@ -17,18 +17,10 @@ function logLines(server: ServerProcess): Array<{ level: number; msg: string; pa
 }
 
 async function servedStore(t: TestContext) {
-  const { url } = await testDatabase(t);
-  const path = url.slice('sqlite:'.length);
-  const env = { DATABASE_URL: url };
-  const token = (await runCli(['token', 'create', '--user', 'alice'], env)).stdout.trim();
-  const server = await startServer(t, env);
-  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-  const create = (id: number) => call(`${server.url}/plants`, { method: 'POST', headers, body: JSON.stringify({ id, name: `p${id}` }) });
-  const list = () => call(`${server.url}/plants`, { headers });
-  const ready = () => call(`${server.url}/readyz`);
-  assert.equal((await create(1)).status, 200);
-  assert.equal((await list()).status, 200);
-  return { env, path, server, create, list, ready };
+  const served = await servedSqlite(t);
+  assert.equal((await served.create(1)).status, 200);
+  assert.equal((await served.list()).status, 200);
+  return served;
 }
 
 async function expectLost(s: Awaited<ReturnType<typeof servedStore>>, what: RegExp): Promise<void> {

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TestContext } from 'node:test';
-import { BIN } from '../process.js';
+import { testDatabase } from '../helpers.js';
+import { BIN, runCli, startServer } from '../process.js';
 
 /**
  * The tests run as root, which may write any file whatever its mode; a store or lock file the server
@@ -106,4 +107,20 @@ export function errorCode(answer: Answer): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * A real `plantstore serve` on a fresh SQLite file, with a token of alice's (made by the CLI, as a user
+ * would) and calls that use it.
+ */
+export async function servedSqlite(t: TestContext) {
+  const { url } = await testDatabase(t);
+  const env = { DATABASE_URL: url };
+  const token = (await runCli(['token', 'create', '--user', 'alice'], env)).stdout.trim();
+  const server = await startServer(t, env);
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  const create = (id: number) => call(`${server.url}/plants`, { method: 'POST', headers, body: JSON.stringify({ id, name: `p${id}` }) });
+  const list = () => call(`${server.url}/plants`, { headers });
+  const ready = () => call(`${server.url}/readyz`);
+  return { env, path: url.slice('sqlite:'.length), server, create, list, ready };
 }

@@ -13,9 +13,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { Store } from '../store/store.js';
 import { authentication, type Hook } from './auth/authenticate.js';
+import type { Verifier } from './auth/verifier.js';
 import { limitTokenRate, refuseBlockedAddress, type AuthFailureLimit, type TokenRateLimit } from './rate-limit.js';
 
-export { REALM, requireScope } from './auth/authenticate.js';
+export { REALM, requireScope, verifiers } from './auth/authenticate.js';
+export { Refusal, type Verdict, type Verifier } from './auth/verifier.js';
 export { TOKEN_CACHE_TTL_MS } from './auth/opaque.js';
 
 export interface AuthLimits {
@@ -31,8 +33,13 @@ export interface AuthSteps {
 }
 
 /** The steps of one app; they share one token cache. Call once per app, before its routes. */
-export function bearerAuth(app: FastifyInstance, store: Store, { failures, tokenRate }: AuthLimits = {}): AuthSteps {
-  const authenticate = authentication(app, { store, failures });
+export function bearerAuth(
+  app: FastifyInstance,
+  store: Store,
+  { failures, tokenRate }: AuthLimits = {},
+  verifiers?: readonly Verifier[],
+): AuthSteps {
+  const authenticate = authentication(app, { store, failures, verifiers });
   return {
     identify: failures ? [refuseBlockedAddress(failures), authenticate] : [authenticate],
     throttle: tokenRate ? [limitTokenRate(tokenRate)] : [],

@@ -41,6 +41,13 @@ export function verifiers(store: Store): readonly Verifier[] {
   return [new OpaqueTokenVerifier(store)];
 }
 
+export interface AuthenticationOptions {
+  readonly store: Store;
+  readonly failures?: AuthFailureLimit | undefined;
+  /** Default: `verifiers(store)`. */
+  readonly verifiers?: readonly Verifier[] | undefined;
+}
+
 /**
  * Declares `request.principal` (so every request object has the same shape) and makes the hook that
  * establishes it from the Authorization header. A refusal is counted by `failures` (a wrong token is a
@@ -48,13 +55,12 @@ export function verifiers(store: Store): readonly Verifier[] {
  */
 export function authentication(
   app: FastifyInstance,
-  { store, failures }: { store: Store; failures?: AuthFailureLimit | undefined },
+  { store, failures, verifiers: list = verifiers(store) }: AuthenticationOptions,
 ): Hook {
   // Fastify 5 allows no object as a request decoration's initial value, and typing the field
   // `Principal | null` would make every handler behind `authenticate` test what its hooks guarantee: the
   // one cast, here, says "unset until authenticate runs".
   app.decorateRequest('principal', null as unknown as Principal);
-  const list = verifiers(store);
   const only = list.length === 1 ? list[0] : undefined;
   const choose = (token: string): Verifier | undefined => only ?? list.find((v) => v.accepts(token));
   return function authenticate(request, reply, done) {

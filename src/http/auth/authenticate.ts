@@ -60,10 +60,11 @@ export function authentication(
   // Fastify 5 allows no object as a request decoration's initial value, and typing the field
   // `Principal | null` would make every handler behind `authenticate` test what its hooks guarantee: the
   // one cast, here, says "unset until authenticate runs".
-  app.decorateRequest('principal', null as unknown as Principal);
+  // Another route plugin in the same context may have declared it already (Fastify throws on a second).
+  if (!app.hasRequestDecorator('principal')) app.decorateRequest('principal', null as unknown as Principal);
   const only = list.length === 1 ? list[0] : undefined;
   const choose = (token: string): Verifier | undefined => only ?? list.find((v) => v.accepts(token));
-  return function authenticate(request, reply, done) {
+  return function authenticate(request, _reply, done) {
     const header = request.headers.authorization;
     if (header === undefined || !BEARER_SCHEME.test(header)) {
       return done(new ApiError(ERRORS.missingToken, ERRORS.missingToken.message, challenge()));

@@ -7,7 +7,7 @@ import { createLogger } from './logger.js';
 import { openStore } from './store/open.js';
 import type { Store, TokenRecord } from './store/store.js';
 import { parseDuration } from './domain/duration.js';
-import { issueToken, TokenRequestError } from './tokens.js';
+import { issueToken, REVOCATION_WITHIN_MS, TokenRequestError } from './tokens.js';
 
 /** A mistake in how the command was called: message on stderr, exit code 2. */
 class UsageError extends Error {}
@@ -232,7 +232,7 @@ async function tokenRevoke(args: string[]): Promise<void> {
   if (id === undefined || extra.length > 0 || !/^[1-9]\d{0,15}$/.test(id)) throw new UsageError('token revoke needs one token ID (see "token list")');
   const revoked = await withStore(values['database-url'], (store) => store.revokeToken(Number(id)));
   if (!revoked) throw new Error(`no active token with ID ${id}`);
-  console.log(`Revoked token ${id}. Running servers refuse it within 5 seconds.`);
+  console.log(`Revoked token ${id}. Running servers refuse it within ${REVOCATION_WITHIN_MS / 1000} seconds.`);
 }
 
 const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {

@@ -5,6 +5,11 @@ import type { Store, TokenRecord } from './store/store.js';
 /** A recognisable prefix lets secret scanners (and people) tell a plantstore token at a glance. */
 export const TOKEN_PREFIX = 'pst_';
 const TOKEN_BYTES = 32; // 256 bits of entropy
+/**
+ * What the README and `plantstore token revoke` promise: a revoked (or expired) token is refused by
+ * every running server within this time. The servers' token cache (http/auth/opaque.ts) is bounded by it.
+ */
+export const REVOCATION_WITHIN_MS = 5000;
 
 export function generateToken(): string {
   return TOKEN_PREFIX + randomBytes(TOKEN_BYTES).toString('base64url');

@@ -3,7 +3,7 @@ import { Type, type Static } from 'typebox';
 import { isInt64, parseInt64 } from '../domain/int64.js';
 import { plantOf, PlantTag, type NewPlantBody, type Plant } from '../domain/plant.js';
 import type { Store } from '../store/store.js';
-import { bearerAuth, type AuthLimits } from './auth.js';
+import { bearerAuth, requireScope, type AuthLimits } from './auth.js';
 import { CURSOR_PATTERN, PageCursors } from './cursor.js';
 import { ApiError, ERRORS } from './errors.js';
 import { exactId } from './json.js';
@@ -41,7 +41,7 @@ function nextLink(query: Static<typeof ListQuery> & { limit: number }, cursor: s
 }
 
 export async function plantRoutes(app: FastifyInstance, { store, limits }: { store: Store; limits: AuthLimits }): Promise<void> {
-  const requireScope = bearerAuth(store, limits);
+  const auth = bearerAuth(app, store, limits);
   // A store may return the very same page object again (the SQLite page cache); its JSON text is then
   // reused too. Keyed weakly: the text goes when the page does.
   const serialized = new WeakMap<readonly Plant[], string>();
@@ -50,7 +50,7 @@ export async function plantRoutes(app: FastifyInstance, { store, limits }: { sto
   app.post(
     '/plants',
     {
-      onRequest: requireScope('plants:write'),
+      onRequest: [...auth.identify, requireScope('plants:write'), ...auth.throttle],
       schema: {
         summary: 'Create a plant',
         description:
@@ -86,7 +86,7 @@ export async function plantRoutes(app: FastifyInstance, { store, limits }: { sto
   app.get(
     '/plants',
     {
-      onRequest: requireScope('plants:read'),
+      onRequest: [...auth.identify, requireScope('plants:read'), ...auth.throttle],
       schema: {
         summary: 'List plants',
         description:
@@ -128,7 +128,7 @@ export async function plantRoutes(app: FastifyInstance, { store, limits }: { sto
   app.delete(
     '/plants/:id',
     {
-      onRequest: requireScope('plants:write'),
+      onRequest: [...auth.identify, requireScope('plants:write'), ...auth.throttle],
       schema: {
         summary: 'Delete a plant',
         description: 'Deletes the caller\'s plant with this id (an admin deletes only its own plants, too).',

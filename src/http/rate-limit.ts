@@ -1,7 +1,19 @@
 import type { FastifyReply } from 'fastify';
 import type { Rate } from '../config.js';
 import type { RateCount, Store } from '../store/store.js';
+import type { Hook } from './auth/authenticate.js';
 import { ApiError, ERRORS } from './errors.js';
+
+/*
+ * Our own code rather than @fastify/rate-limit (11.x, evaluated for issue 9): its headers are the
+ * separate `RateLimit-Limit`/`-Remaining`/`-Reset` fields (or X-RateLimit-*), and its `onExceeding`
+ * callback is not given the count nor the reply, so the structured IETF `RateLimit`/`RateLimit-Policy`
+ * fields we document cannot be written from it without a second store read; it counts every request
+ * that reaches its hook, while AUTH_FAILURE_LIMIT counts refusals only and then blocks the address for
+ * the rest of the window without a store call; and it costs an async function, a promise and a
+ * `request.routeOptions` rebuild per request on the hot path. Its custom-store contract
+ * (`incr(key, cb(err, { current, ttl }))`) is what `Store.hit` already is.
+ */
 
 const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
@@ -35,6 +47,13 @@ export class TokenRateLimit {
       throw new ApiError(ERRORS.rateLimited, ERRORS.rateLimited.message, { ...headers, 'retry-after': String(seconds(resetInMs)) });
     }
   }
+}
+
+/** The per-token rate step, after authentication and the scope check (a 403 costs no budget). */
+export function limitTokenRate(limit: TokenRateLimit): Hook {
+  return function countTokenRequest(request, reply, done) {
+    limit.check(request.principal.tokenId, reply).then(() => done(), done);
+  };
 }
 
 const MAX_BLOCKED = 100_000;
@@ -87,4 +106,14 @@ export class AuthFailureLimit {
     for (const [address, until] of this.#blockedUntil) if (until <= now) this.#blockedUntil.delete(address);
     if (this.#blockedUntil.size >= MAX_BLOCKED) this.#blockedUntil.clear(); // under a flood: start over
   }
+}
+
+/**
+ * The failed-authentication step, first of a route's authentication steps: a blocked address is answered
+ * 429 before its token is even read. (Failures are counted by `authenticate`, which knows of them.)
+ */
+export function refuseBlockedAddress(limit: AuthFailureLimit): Hook {
+  return function refuseBlocked(request, _reply, done) {
+    done(limit.refusal(request.ip, Date.now()) ?? undefined);
+  };
 }

@@ -1,0 +1,113 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Principal, Scope } from '../../domain/principal.js';
+import type { Store } from '../../store/store.js';
+import { ApiError, ERRORS } from '../errors.js';
+import type { AuthFailureLimit } from '../rate-limit.js';
+import { OpaqueTokenVerifier } from './opaque.js';
+import { Refusal, type Verdict, type Verifier } from './verifier.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * Who is calling; set by `authenticate` on every route that has it in its onRequest hooks, and only
+     * read by handlers behind it (elsewhere it is null, whatever the type says).
+     */
+    principal: Principal;
+  }
+}
+
+export const REALM = 'plantstore';
+
+// RFC 6750 §2.1: credentials = "Bearer" 1*SP b64token; the scheme is case-insensitive (RFC 9110 §11.1).
+const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+const BEARER_SCHEME = /^bearer(?: |$)/i;
+
+const challenge = (params = ''): Record<string, string> => ({
+  'www-authenticate': `Bearer realm="${REALM}"${params}`,
+});
+
+export type Done = (error?: Error) => void;
+/**
+ * Authentication steps are callback-style onRequest hooks: an async hook would cost a promise per
+ * request even when the answer is known synchronously (a cached token).
+ */
+export type Hook = (request: FastifyRequest, reply: FastifyReply, done: Done) => void;
+
+/**
+ * The verifiers, first match wins. Issue 11 (JWT/OIDC) adds its verifier here, before the opaque one,
+ * when its configuration is set: `new JwtVerifier(settings.jwt)` whose `accepts` is the JWT shape.
+ */
+export function verifiers(store: Store): readonly Verifier[] {
+  return [new OpaqueTokenVerifier(store)];
+}
+
+export interface AuthenticationOptions {
+  readonly store: Store;
+  readonly failures?: AuthFailureLimit | undefined;
+  /** Default: `verifiers(store)`. */
+  readonly verifiers?: readonly Verifier[] | undefined;
+}
+
+/**
+ * Declares `request.principal` (so every request object has the same shape) and makes the hook that
+ * establishes it from the Authorization header. A refusal is counted by `failures` (a wrong token is a
+ * guess) and answered 401, or 429 once the address is over its limit.
+ */
+export function authentication(
+  app: FastifyInstance,
+  { store, failures, verifiers: list = verifiers(store) }: AuthenticationOptions,
+): Hook {
+  // Fastify 5 allows no object as a request decoration's initial value, and typing the field
+  // `Principal | null` would make every handler behind `authenticate` test what its hooks guarantee: the
+  // one cast, here, says "unset until authenticate runs".
+  // Another route plugin in the same context may have declared it already (Fastify throws on a second).
+  if (!app.hasRequestDecorator('principal')) app.decorateRequest('principal', null as unknown as Principal);
+  const only = list.length === 1 ? list[0] : undefined;
+  const choose = (token: string): Verifier | undefined => only ?? list.find((v) => v.accepts(token));
+  return function authenticate(request, _reply, done) {
+    const header = request.headers.authorization;
+    if (header === undefined || !BEARER_SCHEME.test(header)) {
+      return done(new ApiError(ERRORS.missingToken, ERRORS.missingToken.message, challenge()));
+    }
+    const refuse = (refusal: Refusal): void => {
+      // For whoever debugs a client: why, and for a known token its id (as in "token list"); never the
+      // token itself, nor its hash, which identifies it just as well.
+      request.log.debug({ reason: refusal.reason, tokenId: refusal.tokenId }, 'bearer token refused');
+      if (!failures) return done(invalidToken());
+      failures.failed(request.ip).then((limited) => done(limited ?? invalidToken()), () => done(invalidToken()));
+    };
+    const accept = (verdict: Verdict): void => {
+      if (verdict instanceof Refusal) return refuse(verdict);
+      request.principal = verdict;
+      done();
+    };
+    const token = BEARER.exec(header)?.[1];
+    const verifier = token === undefined ? undefined : choose(token);
+    if (token === undefined || verifier === undefined) return refuse(new Refusal('malformed'));
+    const verdict = verifier.verify(token, Date.now());
+    if (verdict instanceof Promise) verdict.then(accept, done);
+    else accept(verdict);
+  };
+}
+
+/**
+ * The route's scope step, after `authenticate`: 403 with the RFC 6750 §3.1 challenge naming the scope.
+ * Bound when the route is declared rather than read from the route options, which Fastify rebuilds on
+ * every access.
+ */
+export function requireScope(required: Scope): Hook {
+  const refusal = challenge(`, error="insufficient_scope", scope="${required}"`);
+  const message = `${ERRORS.insufficientScope.message}: ${required}`;
+  return function checkScope(request, _reply, done) {
+    if (request.principal.scopes.includes(required)) return done();
+    done(new ApiError(ERRORS.insufficientScope, message, refusal));
+  };
+}
+
+function invalidToken(): ApiError {
+  return new ApiError(
+    ERRORS.invalidToken,
+    ERRORS.invalidToken.message,
+    challenge(`, error="invalid_token", error_description="${ERRORS.invalidToken.message}"`),
+  );
+}

@@ -1,0 +1,34 @@
+import type { Principal } from '../../domain/principal.js';
+
+/**
+ * Why a bearer string was refused, for the debug log (never the token, nor anything that identifies it
+ * as well as the token does). `tokenId` names a known token as `token list` shows it.
+ */
+export class Refusal {
+  constructor(
+    readonly reason: string,
+    readonly tokenId?: number,
+  ) {}
+}
+
+/** A verifier's answer: who is calling, or why not. */
+export type Verdict = Principal | Refusal;
+
+/**
+ * Turns a bearer string into a principal or a refusal. One implementation per kind of credential:
+ * opaque `pst_…` tokens (opaque.ts) first; a JWT/OIDC verifier (issue 11) is one more file beside it,
+ * listed in `verifiers()` in authenticate.ts with its configuration.
+ *
+ * `verify` may answer synchronously: the hook takes a non-promise answer at once, so a verifier that
+ * knows the answer without I/O (a cached opaque token, a JWT checked against cached keys) costs no
+ * promise per request. Asynchronous answers must be native promises (what an async function returns).
+ * A store failure is a rejection (answered 503/500 by the error handler), not a refusal.
+ */
+export interface Verifier {
+  /**
+   * Whether this bearer string has this verifier's shape (a JWT: three dot-separated parts). The first
+   * verifier that accepts it decides; the opaque verifier, last, accepts anything.
+   */
+  accepts(token: string): boolean;
+  verify(token: string, now: number): Verdict | Promise<Verdict>;
+}

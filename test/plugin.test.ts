@@ -47,6 +47,9 @@ test('a route and a hook added after the plantstore plugin work, with inject and
   const health = await fetch(`${address}/healthz`);
   assert.equal(health.status, 200);
   assert.equal(health.headers.get('x-counted'), 'yes');
+  const plants = await fetch(`${address}/plants`);
+  assert.equal(plants.status, 401);
+  assert.equal(plants.headers.get('x-counted'), 'yes');
 
   for (const method of ['POST', 'DELETE']) {
     const injected = await app.inject({ method: method as 'POST', url: '/metrics' });

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import { DEFAULTS, type Config } from './config.js';
 import type { Store } from './store/store.js';
 import { clientErrorHandler, ERRORS, toApiError } from './http/errors.js';
-import { healthRoutes } from './http/health.js';
+import { livenessRoute, readinessRoute } from './http/health.js';
 import { registerJsonParser } from './http/json.js';
-import { manageLifecycle } from './http/lifecycle.js';
 import { notFoundOrNotAllowed } from './http/methods.js';
 import { openApi } from './http/openapi.js';
 import { StoreOutage } from './http/outage.js';
@@ -15,32 +15,41 @@ import { enforceProtocol, framingError } from './http/protocol.js';
 import { strictQuery } from './http/query.js';
 import { AuthFailureLimit, TokenRateLimit } from './http/rate-limit.js';
 import { addSharedSchemas } from './http/schemas.js';
-import { SECURITY_HEADERS } from './http/security-headers.js';
+import { readinessGate, LateStore } from './http/readiness.js';
+import { SECURITY_HEADERS, securityHeaders } from './http/security-headers.js';
+import { drainOnClose } from './http/shutdown.js';
 
 /** The settings the HTTP layer uses; every one has the default of the configuration table. */
 export type HttpSettings = Pick<
   Config,
   | 'accessLog' | 'maxBodySize' | 'maxHeaderSize' | 'maxUrlLength' | 'maxJsonDepth' | 'maxConnections'
-  | 'requestTimeoutMs' | 'trustProxy' | 'corsOrigins' | 'authFailureLimit' | 'rateLimit'
+  | 'requestTimeoutMs' | 'trustProxy' | 'corsOrigins' | 'authFailureLimit' | 'rateLimit' | 'drainTimeoutMs'
 >;
 
-export interface AppOptions extends Partial<HttpSettings> {
-  readonly store: Store;
+/** What the Fastify instance itself is created with (server options: they cannot be set by a plugin). */
+export interface ServerOptions extends Partial<HttpSettings> {
   readonly logger: FastifyBaseLogger;
 }
 
+export interface PluginOptions extends Partial<HttpSettings> {
+  /** A LateStore when the server listens before its store is open (see http/readiness.ts). */
+  readonly store: Store | LateStore;
+}
+
+export interface AppOptions extends ServerOptions, PluginOptions {}
+
 const REQUEST_ID_PREFIX = randomBytes(6).toString('base64url');
-let requestCount = 0;
 
 type ErrorSender = (error: unknown, request: FastifyRequest, reply: FastifyReply) => FastifyReply;
 
-function errorSender(outage: StoreOutage): ErrorSender {
+/** `outage` is absent for errors raised before routing, which are never a store's. */
+function errorSender(outage: StoreOutage | undefined): ErrorSender {
   return function sendError(error, request, reply) {
     const { row, headers, message } = toApiError(error);
     if (row.status < 500) return reply.code(row.status).headers(headers).send({ error: row.code, message });
     // A 503 is an expected condition, logged once per change of state rather than per request: a store
     // outage by StoreOutage (warn, no stack), start-up and drain by server.ts. A 500 is a bug: its stack.
-    if (row === ERRORS.storeUnavailable) outage.failed(error instanceof Error ? error : new Error(message), request.log);
+    if (row === ERRORS.storeUnavailable) outage?.failed(error instanceof Error ? error : new Error(message), request.log);
     else if (row !== ERRORS.notServing) request.log.error({ err: error }, 'request failed');
     // A 5xx shows no internal text; the request id ties the answer to the logged cause.
     return reply.code(row.status).headers(headers).send({ error: row.code, message: `${message} (request id ${request.id})` });
@@ -59,10 +68,15 @@ function logAccess(request: FastifyRequest, reply: FastifyReply, done: () => voi
   done();
 }
 
-export async function buildApp({ store, logger, ...overrides }: AppOptions): Promise<FastifyInstance> {
+/**
+ * The Fastify instance with its server options (fastify/demo's server.ts part): what only the
+ * constructor can set. Everything else is the `plantstore` plugin.
+ */
+export function createServer({ logger, ...overrides }: ServerOptions): FastifyInstance {
   const settings: HttpSettings = { ...DEFAULTS, ...overrides };
-  const outage = new StoreOutage(store, logger);
-  const sendError = errorSender(outage);
+  // Per instance: two apps in one process (tests) count their own requests.
+  let requestCount = 0;
+  const sendFrameworkError = errorSender(undefined);
   const app = Fastify({
     loggerInstance: logger,
     // Fastify would log two lines per request (received, completed); with ACCESS_LOG=on, logAccess
@@ -88,10 +102,10 @@ export async function buildApp({ store, logger, ...overrides }: AppOptions): Pro
     // refused because the listener is closed first.
     return503OnClosing: false,
     // Errors Fastify raises before routing (a URL with bad percent-encoding) get the same treatment. Such
-    // a request has no route, so no hook runs: the security headers are set here, and a framing error
-    // takes precedence as it would in the hook (http/protocol.ts).
+    // a request has no route, so no hook runs (Fastify gives it a context without hooks): the security
+    // headers are set here, and a framing error takes precedence as it would in the hook (http/protocol.ts).
     frameworkErrors: (error, request, reply) =>
-      sendError(framingError(request.raw) ?? error, request, reply.headers(SECURITY_HEADERS)),
+      sendFrameworkError(framingError(request.raw) ?? error, request, reply.headers(SECURITY_HEADERS)),
     ajv: {
       customOptions: {
         // Fastify coerces types by default, which would accept {"name": 5} as "5" and {"id": "5"} as 5.
@@ -102,34 +116,69 @@ export async function buildApp({ store, logger, ...overrides }: AppOptions): Pro
   });
   // Connections beyond this are closed by Node as soon as they are accepted.
   app.server.maxConnections = settings.maxConnections;
+  return app;
+}
 
-  registerJsonParser(app, { maxDepth: settings.maxJsonDepth });
-  app.setErrorHandler(sendError);
-  app.setNotFoundHandler(notFoundOrNotAllowed(app));
-  // First of all hooks: framing, protocol and URL length checks, before anything reads the request.
-  enforceProtocol(app, { maxUrlLength: settings.maxUrlLength });
-  if (settings.accessLog) app.addHook('onResponse', logAccess);
-  const lifecycle = manageLifecycle(app, outage);
-  const cross = settings.corsOrigins.length > 0;
-  if (cross) {
-    await app.register(cors, {
-      origin: [...settings.corsOrigins],
-      methods: ['GET', 'POST', 'DELETE'],
-      allowedHeaders: ['Authorization', 'Content-Type'],
-      exposedHeaders: ['Link', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'WWW-Authenticate'],
-      maxAge: 600,
+/**
+ * The whole API as one plugin (fastify/demo's app.ts). fastify-plugin keeps it unencapsulated: its
+ * error handler, not-found/405 handler and hooks belong to the instance it is registered on, so a
+ * route or hook added there afterwards, by anyone, gets them too. 405 needs no "call me last" step: the
+ * not-found handler asks the router which methods the path has (http/methods.ts).
+ */
+export const plantstore = fp(
+  async function plantstore(app: FastifyInstance, { store: given, ...overrides }: PluginOptions): Promise<void> {
+    const settings: HttpSettings = { ...DEFAULTS, ...overrides };
+    const late = given instanceof LateStore ? given : undefined;
+    const store: Store = given instanceof LateStore ? given.handle : given;
+    const outage = new StoreOutage(store, app.log);
+    const sendError = errorSender(outage);
+
+    registerJsonParser(app, { maxDepth: settings.maxJsonDepth });
+    app.setErrorHandler(sendError);
+    app.setNotFoundHandler(notFoundOrNotAllowed(app));
+    // First of all hooks: framing, protocol and URL length checks, before anything reads the request.
+    enforceProtocol(app, { maxUrlLength: settings.maxUrlLength });
+    securityHeaders(app);
+    if (settings.accessLog) app.addHook('onResponse', logAccess);
+    const drain = drainOnClose(app, { drainTimeoutMs: settings.drainTimeoutMs });
+    // The store is about to close: stop probing it.
+    app.addHook('onClose', (_instance, done) => {
+      outage.stop();
+      done();
     });
-  }
-  addSharedSchemas(app);
-  strictQuery(app);
-  await openApi(app);
-  await app.register(plantRoutes, {
-    store,
-    limits: {
-      failures: settings.authFailureLimit ? new AuthFailureLimit(store, settings.authFailureLimit) : undefined,
-      tokenRate: settings.rateLimit ? new TokenRateLimit(store, settings.rateLimit) : undefined,
-    },
-  });
-  await app.register(healthRoutes, { store, lifecycle });
+    const cross = settings.corsOrigins.length > 0;
+    if (cross) {
+      await app.register(cors, {
+        origin: [...settings.corsOrigins],
+        methods: ['GET', 'POST', 'DELETE'],
+        allowedHeaders: ['Authorization', 'Content-Type'],
+        exposedHeaders: ['Link', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'WWW-Authenticate'],
+        maxAge: 600,
+      });
+    }
+    addSharedSchemas(app);
+    strictQuery(app);
+    await openApi(app);
+    await app.register(livenessRoute);
+    // Every route that uses the store, in one scope behind the readiness gate.
+    await app.register(async function storeRoutes(scope) {
+      if (late) readinessGate(scope, late);
+      await scope.register(plantRoutes, {
+        store,
+        limits: {
+          failures: settings.authFailureLimit ? new AuthFailureLimit(store, settings.authFailureLimit) : undefined,
+          tokenRate: settings.rateLimit ? new TokenRateLimit(store, settings.rateLimit) : undefined,
+        },
+      });
+      await scope.register(readinessRoute, { store, drain });
+    });
+  },
+  { name: 'plantstore', fastify: '5.x' },
+);
+
+/** A Fastify instance with the plantstore plugin registered and loaded; more may be added to it. */
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const app = createServer(options);
+  await app.register(plantstore, options);
   return app;
 }

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { buildApp } from './app.js';
 import type { Config, DatabaseConfig } from './config.js';
 import { createLogger } from './logger.js';
-import { DeferredStore } from './store/deferred.js';
+import { LateStore } from './http/readiness.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
 
@@ -59,39 +59,43 @@ function open(config: Config, logger: Logger): Promise<Store> {
 }
 
 /**
- * Stops the process on SIGTERM/SIGINT/SIGHUP in every state: the drain (see http/lifecycle.ts), bounded
- * by DRAIN_TIMEOUT, then the store closes and the process exits 0. A second signal, or a store that will
+ * Stops the process on SIGTERM/SIGINT/SIGHUP in every state: `app.close()` drains (http/shutdown.ts, bounded
+ * by DRAIN_TIMEOUT), then the store closes and the process exits 0. A second signal, or a store that will
  * not close, ends the process at once with exit code 1; nothing acknowledged is lost either way, since an
  * answer is only sent after its commit. An uncaught error drains the same way and exits 1.
  *
- * The process exits explicitly: a PostgreSQL start-up still waiting for the database, for one, cannot be
- * cancelled and would otherwise keep it alive.
+ * Installed before the store opens, when there may be no app yet (SQLite opens first): `target.app` is
+ * read when the signal comes. The process exits explicitly: a PostgreSQL start-up still waiting for the
+ * database, for one, cannot be cancelled and would otherwise keep it alive.
  */
-function stopOnSignals(app: FastifyInstance, config: Config): { readonly stopping: boolean; uninstall(): void } {
+function stopOnSignals(
+  log: Logger,
+  target: { app: FastifyInstance | undefined; store: Store | undefined },
+  config: Config,
+): { readonly stopping: boolean; uninstall(): void } {
   let stopping = false;
+  const close = async (): Promise<void> => {
+    if (target.app) await target.app.close();
+    else await target.store?.close();
+  };
   const stop = (exitCode: number): void => {
     stopping = true;
-    const deadline = setTimeout(() => {
-      app.log.warn({ drainTimeoutMs: config.drainTimeoutMs }, 'requests still in flight at the drain deadline; closing their connections');
-      app.server.closeAllConnections();
-    }, config.drainTimeoutMs);
     const giveUp = setTimeout(() => {
-      app.log.error({ afterMs: config.drainTimeoutMs + CLOSE_STORE_GRACE_MS }, 'the store did not close in time; exiting');
+      log.error({ afterMs: config.drainTimeoutMs + CLOSE_STORE_GRACE_MS }, 'the store did not close in time; exiting');
       process.exit(1);
     }, config.drainTimeoutMs + CLOSE_STORE_GRACE_MS);
     // A signal is handled during the event loop's poll for I/O, maybe before a pending connection that
     // the same poll reported; setImmediate runs once the poll is done and that connection accepted.
     // Closing the listener first would reset it, with the request its client may already have sent.
-    // (A connection the kernel completes later than that is reset like a refused one: see lifecycle.ts.)
+    // (A connection the kernel completes later than that is reset like a refused one: see shutdown.ts.)
     setImmediate(() => {
-      app.close().then(
+      close().then(
         () => {
-          clearTimeout(deadline);
           clearTimeout(giveUp);
           process.exit(exitCode);
         },
         (err: unknown) => {
-          app.log.error({ err }, 'shutdown failed');
+          log.error({ err }, 'shutdown failed');
           process.exit(1);
         },
       );
@@ -99,14 +103,14 @@ function stopOnSignals(app: FastifyInstance, config: Config): { readonly stoppin
   };
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping) {
-      app.log.error({ signal }, 'second signal: exiting at once');
+      log.error({ signal }, 'second signal: exiting at once');
       process.exit(1);
     }
-    app.log.info({ signal }, 'shutting down');
+    log.info({ signal }, 'shutting down');
     stop(0);
   };
   const onFatal = (err: unknown): void => {
-    app.log.fatal({ err }, stopping ? 'fatal error while shutting down; exiting at once' : 'fatal error, shutting down');
+    log.fatal({ err }, stopping ? 'fatal error while shutting down; exiting at once' : 'fatal error, shutting down');
     if (stopping) process.exit(1);
     stop(1);
   };
@@ -139,14 +143,12 @@ function stopOnSignals(app: FastifyInstance, config: Config): { readonly stoppin
  * A failure to listen or to open the store rejects with a StartupError naming the port or the store;
  * everything opened so far is closed, so that the process can exit 1.
  */
-export async function serve(config: Config): Promise<FastifyInstance> {
+export async function serve(config: Config): Promise<FastifyInstance | undefined> {
   const logger = createLogger(config.logLevel);
-  const store = new DeferredStore();
-  const app = await buildApp({ ...config, store, logger });
-  app.addHook('onClose', () => store.close());
-  const signals = stopOnSignals(app, config);
-  /** False when a signal came while the store opened: the shutdown it started ends the process. */
-  const openStoreUnlessStopping = async (): Promise<boolean> => {
+  const target: { app: FastifyInstance | undefined; store: Store | undefined } = { app: undefined, store: undefined };
+  const signals = stopOnSignals(logger, target, config);
+  /** Undefined when a signal came while the store opened: the shutdown it started ends the process. */
+  const openStoreUnlessStopping = async (): Promise<Store | undefined> => {
     let opened: Store;
     try {
       opened = await open(config, logger);
@@ -155,28 +157,42 @@ export async function serve(config: Config): Promise<FastifyInstance> {
     }
     if (signals.stopping) {
       await opened.close();
-      return false;
+      return undefined;
     }
-    store.open(opened);
-    return true;
+    return opened;
   };
   try {
-    if (config.database.kind === 'sqlite' && !(await openStoreUnlessStopping())) return app;
+    // SQLite: the app is built on the open store, so its requests pass no readiness gate.
+    let store: Store | LateStore;
+    if (config.database.kind === 'sqlite') {
+      const opened = await openStoreUnlessStopping();
+      if (!opened) return undefined;
+      store = target.store = opened;
+    } else {
+      store = new LateStore();
+    }
+    const app = await buildApp({ ...config, store, logger });
+    const backing = store instanceof LateStore ? store.handle : store;
+    app.addHook('onClose', () => backing.close());
+    target.app = app;
     try {
       await app.listen({ port: config.port, host: config.host });
     } catch (error) {
       throw listenError(config, error);
     }
-    if (config.database.kind === 'postgres') {
+    if (store instanceof LateStore) {
       app.log.info({ store: where(config.database) }, 'opening the store; requests are answered 503 until it is open');
-      if (!(await openStoreUnlessStopping())) return app;
+      const opened = await openStoreUnlessStopping();
+      if (!opened) return app;
+      store.open(opened);
     }
+    app.log.info({ store: backing.backend, at: where(config.database) }, 'plantstore ready');
+    return app;
   } catch (error) {
-    if (signals.stopping) return app;
+    if (signals.stopping) return target.app;
     signals.uninstall();
-    await app.close();
+    if (target.app) await target.app.close();
+    else await target.store?.close();
     throw error;
   }
-  app.log.info({ store: store.backend, at: where(config.database) }, 'plantstore ready');
-  return app;
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { CursorCodec } from '../src/http/cursor.js';
-import { DeferredStore } from '../src/store/deferred.js';
+import { LateStore } from '../src/http/readiness.js';
 import { StoreNotOpenError } from '../src/store/store.js';
 import { allPages, create, errorBody, list, nextUrl, testApp, type TestApp } from './helpers.js';
 
@@ -130,5 +130,5 @@ test('CursorCodec opens what it sealed, for the same listing and key only; a sto
   assert.equal(codec.open(sealed, { owner: 'alice', tag: '' }), null);
   assert.equal(codec.open(sealed, { owner: null }), null);
   assert.throws(() => new CursorCodec(randomBytes(16)));
-  await assert.rejects(new DeferredStore().cursorKey(), StoreNotOpenError);
+  await assert.rejects(new LateStore().handle.cursorKey(), StoreNotOpenError);
 });

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import type { InjectOptions } from 'fastify';
 import { ERROR_ROWS, ERRORS, type ErrorRow } from '../src/http/errors.js';
 import { buildApp } from '../src/app.js';
-import { DeferredStore } from '../src/store/deferred.js';
+import { LateStore } from '../src/http/readiness.js';
 import { bearer, errorBody, silentLogger, testApp } from './helpers.js';
 import { onlyAnswer, raw, rawErrorBody } from './raw-http.js';
 
@@ -75,7 +75,7 @@ test('every row of the error table is produced by some request, with the Error b
   expectRow(ERRORS.authFailuresLimited, overFailures.statusCode, errorBody(overFailures), 'second failure within a 1/minute limit');
 
   // 50301: a server whose store is not open yet (it listens before its store opens).
-  const starting = await buildApp({ store: new DeferredStore(), logger: silentLogger });
+  const starting = await buildApp({ store: new LateStore(), logger: silentLogger });
   t.after(() => starting.close());
   const notReady = await starting.inject({ method: 'GET', url: '/readyz' });
   expectRow(ERRORS.notServing, notReady.statusCode, errorBody(notReady), 'store not open yet');

@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyError } from 'fastify';
@@ -75,7 +76,7 @@ export const ErrorSchema = Type.Object(
 );
 
 /** A store outage is usually brief (a failover, a restart); clients may retry after this many seconds. */
-const RETRY_AFTER = { 'retry-after': '2' };
+export const RETRY_AFTER = { 'retry-after': '2' };
 
 const BY_FASTIFY_CODE: Record<string, ErrorRow> = {
   FST_ERR_BAD_URL: ERRORS.badRequest,
@@ -114,8 +115,10 @@ export function toApiError(error: unknown): ApiError {
   return new ApiError(ERRORS.internal);
 }
 
-const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' };
-/** The same security headers as every other answer. */
+/**
+ * The same security headers as every other answer. No hook can add them here: these answers are written
+ * on the socket by hand, since no ServerResponse (and so no Fastify reply) exists for them.
+ */
 const RAW_HEADERS = Object.entries(SECURITY_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join('');
 
 /**
@@ -123,11 +126,11 @@ const RAW_HEADERS = Object.entries(SECURITY_HEADERS).map(([name, value]) => `${n
  * with the security headers every answer carries, and closes the connection: what follows on it cannot
  * be read as a request.
  */
-export function writeRawError(socket: Duplex, row: ErrorRow & { status: keyof typeof STATUS_TEXT }, message: string = row.message): void {
+export function writeRawError(socket: Duplex, row: ErrorRow, message: string = row.message): void {
   const body = JSON.stringify({ error: row.code, message });
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${row.status} ${STATUS_TEXT[row.status]}\r\nContent-Type: application/json; charset=utf-8\r\n${RAW_HEADERS}` +
+      `HTTP/1.1 ${row.status} ${STATUS_CODES[row.status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\n${RAW_HEADERS}` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   }

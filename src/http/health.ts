@@ -2,13 +2,17 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { StoreUnavailableError, type Store } from '../store/store.js';
 import { ApiError, ERRORS } from './errors.js';
-import type { Lifecycle } from './lifecycle.js';
+import type { Drain } from './shutdown.js';
 import { errorResponses } from './schemas.js';
 
 const Status = Type.Object({ status: Type.String() }, { additionalProperties: false });
 
-/** For load balancers and orchestrators; no token needed, nothing about the data revealed. */
-export async function healthRoutes(app: FastifyInstance, { store, lifecycle }: { store: Store; lifecycle: Lifecycle }): Promise<void> {
+/**
+ * For load balancers and orchestrators; no token needed, nothing about the data revealed. Liveness
+ * answers from the start (outside the readiness gate, see app.ts); readiness is inside it, so it answers
+ * 503 50301 until the store is open.
+ */
+export async function livenessRoute(app: FastifyInstance): Promise<void> {
   app.get(
     '/healthz',
     {
@@ -20,7 +24,9 @@ export async function healthRoutes(app: FastifyInstance, { store, lifecycle }: {
     },
     async () => ({ status: 'ok' }),
   );
+}
 
+export async function readinessRoute(app: FastifyInstance, { store, drain }: { store: Store; drain: Drain }): Promise<void> {
   app.get(
     '/readyz',
     {
@@ -32,7 +38,7 @@ export async function healthRoutes(app: FastifyInstance, { store, lifecycle }: {
     },
     async () => {
       // Draining: the load balancer should send new requests elsewhere while these finish.
-      if (lifecycle.closing) throw new ApiError(ERRORS.notServing, 'This instance is shutting down');
+      if (drain.closing) throw new ApiError(ERRORS.notServing, 'This instance is shutting down');
       try {
         await store.ping();
       } catch (error) {

@@ -1,7 +1,5 @@
 import { Server as NetServer, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import type { StoreOutage } from './outage.js';
-import { SECURITY_HEADERS } from './security-headers.js';
 
 /** How often the drain looks for connections that have gone quiet. */
 const SWEEP_INTERVAL_MS = 100;
@@ -17,7 +15,7 @@ const SWEEP_INTERVAL_MS = 100;
  */
 const DRAIN_IDLE_MS = 1000;
 
-export interface Lifecycle {
+export interface Drain {
   /** True from the start of the drain (app.close()) on: readiness answers 503, answers say Connection: close. */
   readonly closing: boolean;
 }
@@ -37,7 +35,8 @@ function answering(socket: Socket): boolean {
 }
 
 /**
- * Response headers and the drain. The drain (Fastify's preClose, so `app.close()` runs it):
+ * The drain, all of it: `app.close()` runs it (Fastify's preClose), whoever calls it (a signal in
+ * server.ts, a test).
  *
  * 1. In one synchronous step, answers start saying `Connection: close` and the listener closes: new
  *    connections are refused, and no client can be told to reconnect before that is so. (Closing the
@@ -50,13 +49,14 @@ function answering(socket: Socket): boolean {
  * 3. A connection with no request in progress is closed once nothing has arrived on it for DRAIN_IDLE_MS
  *    (checked again right after the event loop has read pending input, so bytes already received are
  *    never discarded).
- * 4. The drain ends when no connection is left. server.ts bounds it with DRAIN_TIMEOUT, after which it
- *    closes the remaining connections itself.
+ * 4. The drain ends when no connection is left, or at `drainTimeoutMs` (DRAIN_TIMEOUT), when the
+ *    connections still open are closed, requests in flight or not: a request that never finishes cannot
+ *    hold the shutdown.
  *
- * Connections are tracked from when they are accepted (one Set entry each; nothing per request).
- * Closing also stops `outage`'s probe of the store, which is about to close.
+ * Connections are tracked from when they are accepted (one Set entry each; nothing per request but the
+ * onSend check of `closing`).
  */
-export function manageLifecycle(app: FastifyInstance, outage: StoreOutage): Lifecycle {
+export function drainOnClose(app: FastifyInstance, { drainTimeoutMs }: { drainTimeoutMs: number }): Drain {
   const state = { closing: false };
   const open = new Set<Socket>();
   app.server.on('connection', (socket: Socket) => {
@@ -64,15 +64,19 @@ export function manageLifecycle(app: FastifyInstance, outage: StoreOutage): Life
     socket.once('close', () => open.delete(socket));
   });
   let sweeper: NodeJS.Timeout | undefined;
+  let deadline: NodeJS.Timeout | undefined;
 
   app.addHook('onSend', (_request, reply, payload, done) => {
-    reply.headers(SECURITY_HEADERS);
     if (state.closing) reply.header('connection', 'close');
     done(null, payload);
   });
 
   app.addHook('preClose', (done) => {
     state.closing = true;
+    deadline = setTimeout(() => {
+      app.log.warn({ drainTimeoutMs }, 'requests still in flight at the drain deadline; closing their connections');
+      app.server.closeAllConnections();
+    }, drainTimeoutMs);
     if (app.server.listening) NetServer.prototype.close.call(app.server);
     const watched = new Map<Socket, Watched>();
     const sweep = (): void => {
@@ -98,6 +102,7 @@ export function manageLifecycle(app: FastifyInstance, outage: StoreOutage): Life
     const finish = (): void => {
       if (open.size > 0) return;
       clearInterval(sweeper);
+      clearTimeout(deadline);
       sweeper = undefined;
       done();
     };
@@ -111,7 +116,7 @@ export function manageLifecycle(app: FastifyInstance, outage: StoreOutage): Life
 
   app.addHook('onClose', (_instance, done) => {
     clearInterval(sweeper);
-    outage.stop();
+    clearTimeout(deadline);
     done();
   });
   return state;

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { parseInt64 } from '../domain/int64.js';
+import { EXACT_INT64 } from '../domain/int64.js';
 import { plantOf, PlantTag, type NewPlantBody, type Plant } from '../domain/plant.js';
 import type { Store } from '../store/store.js';
 import { bearerAuth, type AuthLimits } from './auth.js';
@@ -27,7 +27,10 @@ const AUTHENTICATION_ERRORS = [
 ];
 
 const DeleteParams = Type.Object({
-  id: Type.String({ pattern: '^-?[0-9]{1,20}$', description: 'The plant id, a decimal 64-bit signed integer' }),
+  // Read by the EXACT_INT64 keyword into the exact bigint; the pattern is for the published document.
+  id: Type.Unsafe<bigint>(
+    Type.String({ pattern: '^-?[0-9]{1,20}$', [EXACT_INT64]: true, description: 'The plant id, a decimal 64-bit signed integer' }),
+  ),
 });
 
 /**
@@ -142,8 +145,7 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ store: Store; limits: Auth
       },
     },
     async (request, reply) => {
-      const id = parseInt64(request.params.id);
-      if (id === null) throw new ApiError(ERRORS.invalidPath);
+      const { id } = request.params;
       if (!(await store.deletePlant(request.principal.user, id))) throw new ApiError(ERRORS.plantNotFound);
       return reply.code(204).send(null);
     },

@@ -6,7 +6,7 @@ import { DEFAULTS, type Config } from './config.js';
 import type { Store } from './store/store.js';
 import { clientErrorHandler, ERRORS, toApiError } from './http/errors.js';
 import { livenessRoute, readinessRoute } from './http/health.js';
-import { registerJsonParser } from './http/json.js';
+import { exactInt64Keyword, registerJsonParser } from './http/json.js';
 import { notFoundOrNotAllowed } from './http/methods.js';
 import { openApi } from './http/openapi.js';
 import { StoreOutage } from './http/outage.js';
@@ -112,6 +112,8 @@ export function createServer({ logger, ...overrides }: ServerOptions): FastifyIn
         // JSON bodies arrive typed; query strings are coerced strictly by http/query.ts.
         coerceTypes: false,
       },
+      // A NewPlant's id is decided on its literal and handed on as a bigint (http/json.ts).
+      plugins: [exactInt64Keyword],
     },
   });
   // Connections beyond this are closed by Node as soon as they are accepted.

@@ -1,6 +1,8 @@
 import { isIP } from 'node:net';
 import { isAbsolute, resolve } from 'node:path';
-import { parseDuration } from './domain/duration.js';
+import envSchema from 'env-schema';
+import { Type, type TSchema } from 'typebox';
+import { DURATION, parseDuration } from './domain/duration.js';
 
 export type DatabaseConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
 
@@ -13,81 +15,61 @@ export interface Rate {
 /** Fastify's trustProxy: false, or the proxies' addresses/CIDRs (and proxy-addr's named ranges). */
 export type TrustProxy = false | string;
 
-export interface Config {
-  readonly port: number;
-  readonly host: string;
-  readonly logLevel: string;
-  readonly database: DatabaseConfig;
-  readonly databasePoolSize: number;
-  readonly databaseStartupTimeoutMs: number;
-  readonly listCachePlants: number;
-  readonly accessLog: boolean;
-  readonly maxBodySize: number;
-  readonly maxHeaderSize: number;
-  readonly maxUrlLength: number;
-  readonly maxJsonDepth: number;
-  readonly maxConnections: number;
-  readonly requestTimeoutMs: number;
-  readonly drainTimeoutMs: number;
-  readonly trustProxy: TrustProxy;
-  readonly corsOrigins: readonly string[];
-  readonly authFailureLimit: Rate | null;
-  readonly rateLimit: Rate | null;
-}
-
 export class ConfigError extends Error {}
 
 /** What a number or duration option accepts, for `serve --help` and the README (others say so in their help). */
 export type OptionValues = { readonly kind: 'integer'; readonly min: number; readonly max: number } | { readonly kind: 'duration' };
 
-interface Option<K extends keyof Config> {
+/**
+ * One setting. Its value is read in two steps: `schema` (TypeBox) states the shape of the raw text, which
+ * env-schema checks for every setting at once, filling in `default`; `parse` then turns the text into
+ * its typed value, with the checks a schema cannot state (a range beyond a pattern, an IP address, a
+ * duration's units). The type of Config follows from the parse functions of the table.
+ */
+interface Option<K extends string, T> {
   readonly key: K;
   readonly env: string;
   readonly flag: string;
   readonly default: string;
   readonly help: string;
   readonly values?: OptionValues;
-  parse(value: string): Config[K];
+  readonly schema: TSchema;
+  /** The message when the text does not have the schema's shape; it names the variable. */
+  refusal(value: string): string;
+  parse(value: string): T;
 }
+
+const RATE = /^([1-9]\d{0,8})\/(second|minute|hour)$/;
+const WINDOW_MS = { second: 1000, minute: 60_000, hour: 3_600_000 } as const;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /**
- * Every setting, once: the environment variable, the `serve` flag, the default and the help text all
- * come from this table, and so does the README's configuration table.
+ * Every setting, once: the environment variable, the `serve` flag, the default, the help text and the
+ * schema of its raw text all come from this table, and so do the README's configuration table and the
+ * type Config.
  */
 export const OPTIONS = [
   integerOption('port', 'PORT', '8080', 'TCP port to listen on (0 picks a free one)', 0, 65535),
-  {
-    key: 'host',
-    env: 'HOST',
-    flag: 'host',
-    default: '127.0.0.1',
-    help: 'Address to listen on; 0.0.0.0 or :: to accept connections from other machines',
-    parse(value: string): string {
-      if (value === '') throw new ConfigError('HOST must not be empty');
-      return value;
+  option('host', 'HOST', '127.0.0.1', 'Address to listen on; 0.0.0.0 or :: to accept connections from other machines', {
+    schema: Type.String({ minLength: 1 }),
+    refusal: () => 'HOST must not be empty',
+    parse: (value) => value,
+  }),
+  option('logLevel', 'LOG_LEVEL', 'info', `Log level: ${LOG_LEVELS.join(', ')}`, {
+    schema: Type.String({ enum: [...LOG_LEVELS] }),
+    refusal: (value) => `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${value}"`,
+    parse: (value) => value,
+  }),
+  option(
+    'database', 'DATABASE_URL', 'sqlite:./data/plantstore.db',
+    'sqlite:PATH (relative to the working directory, or absolute) for the embedded store; postgres://… (or postgresql://…) for PostgreSQL',
+    {
+      schema: Type.String({ pattern: '^(sqlite:|postgres(ql)?://)' }),
+      refusal: () => DATABASE_URL_REFUSAL,
+      parse: parseDatabaseUrl,
     },
-  } satisfies Option<'host'>,
-  {
-    key: 'logLevel',
-    env: 'LOG_LEVEL',
-    flag: 'log-level',
-    default: 'info',
-    help: `Log level: ${LOG_LEVELS.join(', ')}`,
-    parse(value: string): string {
-      if (!LOG_LEVELS.includes(value)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${value}"`);
-      return value;
-    },
-  } satisfies Option<'logLevel'>,
-  {
-    key: 'database',
-    env: 'DATABASE_URL',
-    flag: 'database-url',
-    default: 'sqlite:./data/plantstore.db',
-    help: 'sqlite:PATH (relative to the working directory, or absolute) for the embedded store; postgres://… (or postgresql://…) for PostgreSQL',
-    parse: parseDatabaseUrl,
-  } satisfies Option<'database'>,
+  ),
   integerOption(
     'databasePoolSize', 'DATABASE_POOL_SIZE', '10',
     'PostgreSQL: connections per instance (instances × this must stay below the server\'s max_connections)', 1, 1000,
@@ -100,17 +82,15 @@ export const OPTIONS = [
     'listCachePlants', 'LIST_CACHE_PLANTS', '100000',
     'SQLite: plants kept in memory in recently listed pages, never stale; the cache also stays under 256 bytes × this, empty pages included (0 turns it off)', 0, 1_000_000_000,
   ),
-  {
-    key: 'accessLog',
-    env: 'ACCESS_LOG',
-    flag: 'access-log',
-    default: 'off',
-    help: 'on: log one line per request (method, URL, status, duration); off leaves that to the load balancer',
-    parse(value: string): boolean {
-      if (value !== 'on' && value !== 'off') throw new ConfigError(`ACCESS_LOG must be on or off, got "${value}"`);
-      return value === 'on';
+  option(
+    'accessLog', 'ACCESS_LOG', 'off',
+    'on: log one line per request (method, URL, status, duration); off leaves that to the load balancer',
+    {
+      schema: Type.String({ enum: ['on', 'off'] }),
+      refusal: (value) => `ACCESS_LOG must be on or off, got "${value}"`,
+      parse: (value) => value === 'on',
     },
-  } satisfies Option<'accessLog'>,
+  ),
   integerOption('maxBodySize', 'MAX_BODY_SIZE', '65536', 'Largest request body in bytes (larger: 413)', 1, 10 * 1024 * 1024),
   integerOption('maxHeaderSize', 'MAX_HEADER_SIZE', '16384', 'Largest request line plus headers in bytes (larger: 431)', 1024, 1024 * 1024),
   integerOption('maxUrlLength', 'MAX_URL_LENGTH', '4096', 'Longest request URL in characters (longer: 414)', 64, 1024 * 1024),
@@ -118,87 +98,114 @@ export const OPTIONS = [
   integerOption('maxConnections', 'MAX_CONNECTIONS', '4096', 'Open connections at most; further ones are closed at once', 1, 1_000_000),
   durationOption('requestTimeoutMs', 'REQUEST_TIMEOUT', '30s', 'A request (headers and body) must arrive within this time (else 408, connection closed)'),
   durationOption('drainTimeoutMs', 'DRAIN_TIMEOUT', '10s', 'On SIGTERM/SIGINT, how long in-flight requests may finish before their connections are closed'),
-  {
-    key: 'trustProxy',
-    env: 'TRUST_PROXY',
-    flag: 'trust-proxy',
-    default: 'off',
-    help: 'Proxies whose X-Forwarded-For names the client: off, or comma-separated addresses/CIDRs (loopback, uniquelocal also)',
-    parse(value: string): TrustProxy {
-      if (value === 'off') return false;
-      const valid = (entry: string) => {
-        if (['loopback', 'linklocal', 'uniquelocal'].includes(entry)) return true;
-        const [address = '', prefix] = entry.split('/');
-        return isIP(address) !== 0 && (prefix === undefined || /^\d{1,3}$/.test(prefix));
-      };
-      if (value.split(',').every((e) => valid(e.trim()))) return value;
-      throw new ConfigError(`TRUST_PROXY must be off or comma-separated proxy addresses/CIDRs, got "${value}"`);
+  option(
+    'trustProxy', 'TRUST_PROXY', 'off',
+    'Proxies whose X-Forwarded-For names the client: off, or comma-separated addresses/CIDRs (loopback, uniquelocal also)',
+    {
+      // Not empty; each entry is an IP address (node:net's isIP, which takes IPv6 zone ids such as
+      // %eth0, so no pattern can say it) or a named range, checked in parse.
+      schema: Type.String({ minLength: 1 }),
+      refusal: trustProxyRefusal,
+      parse(value): TrustProxy {
+        if (value === 'off') return false;
+        const valid = (entry: string) => {
+          if (['loopback', 'linklocal', 'uniquelocal'].includes(entry)) return true;
+          const [address = '', prefix] = entry.split('/');
+          return isIP(address) !== 0 && (prefix === undefined || /^\d{1,3}$/.test(prefix));
+        };
+        if (value.split(',').every((e) => valid(e.trim()))) return value;
+        throw new ConfigError(trustProxyRefusal(value));
+      },
     },
-  } satisfies Option<'trustProxy'>,
-  {
-    key: 'corsOrigins',
-    env: 'CORS_ORIGINS',
-    flag: 'cors-origins',
-    default: '',
-    help: 'Comma-separated origins (https://app.example) allowed to call from browsers; empty: CORS off',
-    parse(value: string): string[] {
-      const origins = value.split(',').map((o) => o.trim()).filter(Boolean);
-      for (const o of origins) {
-        if (!/^https?:\/\/[^/\s]+$/.test(o)) throw new ConfigError(`CORS_ORIGINS: "${o}" is not an origin like https://app.example`);
-      }
-      return origins;
+  ),
+  option(
+    'corsOrigins', 'CORS_ORIGINS', '',
+    'Comma-separated origins (https://app.example) allowed to call from browsers; empty: CORS off',
+    {
+      // Any text; each origin is checked in parse, so that the message can name the one refused.
+      schema: Type.String(),
+      refusal: (value) => `CORS_ORIGINS must be comma-separated origins, got "${value}"`,
+      parse(value): readonly string[] {
+        const origins = value.split(',').map((o) => o.trim()).filter(Boolean);
+        for (const o of origins) {
+          if (!/^https?:\/\/[^/\s]+$/.test(o)) throw new ConfigError(`CORS_ORIGINS: "${o}" is not an origin like https://app.example`);
+        }
+        return origins;
+      },
     },
-  } satisfies Option<'corsOrigins'>,
-  {
-    key: 'authFailureLimit',
-    env: 'AUTH_FAILURE_LIMIT',
-    flag: 'auth-failure-limit',
-    default: '60/minute',
-    help: 'Failed authentications per client address before 429 (N/second, N/minute, N/hour, or off)',
-    parse: (value: string) => parseRate('AUTH_FAILURE_LIMIT', value),
-  } satisfies Option<'authFailureLimit'>,
-  {
-    key: 'rateLimit',
-    env: 'RATE_LIMIT',
-    flag: 'rate-limit',
-    default: 'off',
-    help: 'Requests per token before 429 (N/second, N/minute, N/hour, or off); shared by all instances',
-    parse: (value: string) => parseRate('RATE_LIMIT', value),
-  } satisfies Option<'rateLimit'>,
+  ),
+  rateOption('authFailureLimit', 'AUTH_FAILURE_LIMIT', '60/minute', 'Failed authentications per client address before 429 (N/second, N/minute, N/hour, or off)'),
+  rateOption('rateLimit', 'RATE_LIMIT', 'off', 'Requests per token before 429 (N/second, N/minute, N/hour, or off); shared by all instances'),
 ] as const;
 
+type Options = (typeof OPTIONS)[number];
+
+function trustProxyRefusal(value: string): string {
+  return `TRUST_PROXY must be off or comma-separated proxy addresses/CIDRs, got "${value}"`;
+}
+
+/** The settings, typed by the table: each key's type is what its option's parse returns. */
+export type Config = { readonly [O in Options as O['key']]: ReturnType<O['parse']> };
+
 /** An option whose flag is its variable's name in kebab case (DATABASE_URL → --database-url). */
-function option<K extends keyof Config>(
-  key: K, env: string, def: string, help: string, parse: (value: string) => Config[K], values?: OptionValues,
-): Option<K> {
-  return { key, env, flag: env.toLowerCase().replaceAll('_', '-'), default: def, help, ...(values && { values }), parse };
+function option<K extends string, T>(
+  key: K, env: string, def: string, help: string,
+  rest: Pick<Option<K, T>, 'schema' | 'refusal' | 'parse'> & { values?: OptionValues },
+): Option<K, T> {
+  return { key, env, flag: env.toLowerCase().replaceAll('_', '-'), default: def, help, ...rest };
 }
 
-function integerOption<K extends keyof Config>(key: K, env: string, def: string, help: string, min: number, max: number): Option<K> {
-  return option(key, env, def, help, (value) => {
-    const n = /^\d{1,10}$/.test(value) ? Number(value) : NaN;
-    if (!(n >= min && n <= max)) throw new ConfigError(`${env} must be a whole number from ${min} to ${max}, got "${value}"`);
-    return n as Config[K];
-  }, { kind: 'integer', min, max });
+function integerOption<K extends string>(key: K, env: string, def: string, help: string, min: number, max: number): Option<K, number> {
+  const refusal = (value: string) => `${env} must be a whole number from ${min} to ${max}, got "${value}"`;
+  return option(key, env, def, help, {
+    // Plain digits only ("0x10", "1e2" and " 5" are refused): the range is checked on the number.
+    schema: Type.String({ pattern: '^\\d{1,10}$' }),
+    refusal,
+    parse(value) {
+      const n = Number(value);
+      if (n < min || n > max) throw new ConfigError(refusal(value));
+      return n;
+    },
+    values: { kind: 'integer', min, max },
+  });
 }
 
-function durationOption<K extends keyof Config>(key: K, env: string, def: string, help: string): Option<K> {
-  return option(key, env, def, help, (value) => {
-    const ms = parseDuration(value);
-    if (ms === null) throw new ConfigError(`${env} must look like 30s or 2m, got "${value}"`);
-    return ms as Config[K];
-  }, { kind: 'duration' });
+function durationOption<K extends string>(key: K, env: string, def: string, help: string): Option<K, number> {
+  const refusal = (value: string) => `${env} must look like 30s or 2m, got "${value}"`;
+  return option(key, env, def, help, {
+    schema: Type.String({ pattern: DURATION.source }),
+    refusal,
+    parse(value) {
+      const ms = parseDuration(value);
+      if (ms === null) throw new ConfigError(refusal(value));
+      return ms;
+    },
+    values: { kind: 'duration' },
+  });
 }
 
-const RATE = /^([1-9]\d{0,8})\/(second|minute|hour)$/;
-const WINDOW_MS = { second: 1000, minute: 60_000, hour: 3_600_000 } as const;
+function rateOption<K extends string>(key: K, env: string, def: string, help: string): Option<K, Rate | null> {
+  return option(key, env, def, help, {
+    schema: Type.String({ pattern: `^(off|${RATE.source.slice(1, -1)})$` }),
+    refusal: (value) => rateRefusal(env, value),
+    parse: (value) => parseRate(env, value),
+  });
+}
+
+
+function rateRefusal(name: string, value: string): string {
+  return `${name} must look like 600/minute (or N/second, N/hour) or be off, got "${value}"`;
+}
 
 export function parseRate(name: string, value: string): Rate | null {
   if (value === 'off') return null;
   const m = RATE.exec(value);
-  if (!m) throw new ConfigError(`${name} must look like 600/minute (or N/second, N/hour) or be off, got "${value}"`);
+  if (!m) throw new ConfigError(rateRefusal(name, value));
   return { limit: Number(m[1]), windowMs: WINDOW_MS[m[2] as keyof typeof WINDOW_MS] };
 }
+
+// The value may hold a password, so it is not repeated in the message.
+const DATABASE_URL_REFUSAL = 'DATABASE_URL must start with sqlite:, postgres:// or postgresql://';
 
 export function parseDatabaseUrl(value: string): DatabaseConfig {
   if (value.startsWith('sqlite:')) {
@@ -209,17 +216,54 @@ export function parseDatabaseUrl(value: string): DatabaseConfig {
     return { kind: 'sqlite', path: isAbsolute(path) ? path : resolve(path) };
   }
   if (/^postgres(ql)?:\/\//.test(value)) return { kind: 'postgres', url: value };
-  // The value may hold a password, so it is not repeated in the message.
-  throw new ConfigError('DATABASE_URL must start with sqlite:, postgres:// or postgresql://');
+  throw new ConfigError(DATABASE_URL_REFUSAL);
 }
+
+/**
+ * The raw settings as one object schema, keyed by variable: env-schema validates them all in one pass
+ * and fills in the defaults. Built once; ajv compiles it on first use and keeps the compiled validator.
+ */
+const RAW_SCHEMA = Type.Object(
+  Object.fromEntries(OPTIONS.map((o) => [o.env, { ...o.schema, default: o.default }])),
+  { additionalProperties: false },
+);
 
 /** Flags win over the environment, which wins over defaults. */
 export function loadConfig(flags: Readonly<Record<string, string | undefined>> = {}, env: NodeJS.ProcessEnv = process.env): Config {
-  const entries = OPTIONS.map((o) => {
-    const raw = flags[o.flag] ?? env[o.env] ?? o.default;
-    return [o.key, o.parse(raw)] as const;
-  });
-  return Object.fromEntries(entries) as unknown as Config;
+  const given: Record<string, string> = {};
+  for (const o of OPTIONS) {
+    const value = flags[o.flag] ?? env[o.env];
+    if (value !== undefined) given[o.env] = value;
+  }
+  let raw: Record<string, unknown>;
+  try {
+    // env: false, since the caller passes the environment (tests pass their own); our strings need no
+    // coercion (every schema is a string), so env-schema's shared ajv instance is used as it is.
+    raw = envSchema({ schema: RAW_SCHEMA, data: given, env: false });
+  } catch (error) {
+    throw refusalOf(error, given);
+  }
+  return configOf(raw);
+}
+
+/** The settings from validated raw text: each option's parse, in table order. */
+function configOf(raw: Record<string, unknown>): Config {
+  const config: Partial<Record<Options['key'], unknown>> = {};
+  for (const o of OPTIONS) config[o.key] = o.parse(String(raw[o.env]));
+  // Every key of the table is set just above, each to its parse's type, which is what Config says.
+  return config as Config;
+}
+
+/**
+ * env-schema's error, as the message of the first option it names (ajv reports properties in table
+ * order). Its own text ("env/PORT must match pattern …") names the pattern, not what the setting takes.
+ */
+function refusalOf(error: unknown, given: Readonly<Record<string, string>>): ConfigError {
+  const errors = (error as { errors?: ReadonlyArray<{ instancePath: string }> }).errors ?? [];
+  const name = errors[0]?.instancePath.split('/')[1];
+  const o = OPTIONS.find((candidate) => candidate.env === name);
+  if (o === undefined) return new ConfigError(error instanceof Error ? error.message : String(error));
+  return new ConfigError(o.refusal(given[o.env] ?? o.default));
 }
 
 /** Every setting at its default, from the table above; the HTTP layer's defaults come from here. */
@@ -235,7 +279,7 @@ export function loadDatabaseConfig(
 }
 
 /** Any option of the table, seen through the fields every option has. */
-export type OptionInfo = Omit<Option<keyof Config>, 'parse'>;
+export type OptionInfo = Omit<Option<string, unknown>, 'parse' | 'refusal' | 'schema'>;
 
 /** What a number or duration option accepts ("range 0–65535"); nothing for the others (their help says it). */
 export function allowedValues(o: OptionInfo): string | undefined {

@@ -117,3 +117,12 @@ test('the range --help and the README show for each number is the range the opti
   assert.match(configTableMarkdown(), /\| `PORT` \| `--port` \| `8080` \| TCP port to listen on \(0 picks a free one\)\. Range 0–65535\. \|/);
   assert.match(configTableMarkdown(), /\| `REQUEST_TIMEOUT` \| .*\. A duration \(90s, 15m, 12h, 30d\)\. \|/);
 });
+
+test('numbers are plain decimal digits: no sign, space, exponent or hex, whatever a schema library would coerce', () => {
+  for (const value of [' 5', '5 ', '+5', '1e2', '0x10', '5.0', '']) {
+    assert.throws(() => loadConfig({}, { PORT: value }), (e: unknown) => e instanceof ConfigError && /PORT must be a whole number/.test(e.message), JSON.stringify(value));
+  }
+  assert.equal(loadConfig({}, { PORT: '00080' }).port, 80);
+  // node:net takes an IPv6 zone id; so does the setting.
+  assert.equal(loadConfig({}, { TRUST_PROXY: 'fe80::1%eth0' }).trustProxy, 'fe80::1%eth0');
+});

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import Fastify from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { INT64_MAX, INT64_MIN, integerOfJsonNumber, parseInt64 } from '../src/domain/int64.js';
+import { NewPlantSchema } from '../src/domain/plant.js';
+import { exactInt64Keyword, registerJsonParser } from '../src/http/json.js';
 import { bearer, create, errorBody, list, testApp } from './helpers.js';
 
 test('integerOfJsonNumber reads the exact integer a JSON literal denotes', () => {
@@ -126,5 +130,30 @@ test('a body with a duplicate key, at any depth and in any order, is 400 40001',
     const res = await create(app, alice, json);
     assert.equal(res.statusCode, 200, json);
     assert.equal((await create(app, alice, `{"id":${i + 1},"name":"other"}`)).statusCode, 409, `${json} is stored under id ${i + 1}`);
+  }
+});
+
+test('the NewPlant schema alone hands a route its id as the exact bigint, and refuses what is not an int64', async (t) => {
+  // Any route that declares the schema gets the rule: no handler code reads the literal or checks a range.
+  const app = Fastify({ ajv: { customOptions: { coerceTypes: false }, plugins: [exactInt64Keyword] } });
+  t.after(() => app.close());
+  registerJsonParser(app, { maxDepth: 32 });
+  const route: FastifyPluginAsyncTypebox = async (scope) => {
+    scope.post('/echo', { schema: { body: NewPlantSchema } }, async (request) => {
+      const id: bigint = request.body.id;
+      return { type: typeof id, id: String(id) };
+    });
+  };
+  await app.register(route);
+  const echo = (json: string) => app.inject({ method: 'POST', url: '/echo', headers: { 'content-type': 'application/json' }, payload: json });
+  for (const [literal, exact] of [['9007199254740993', '9007199254740993'], ['9223372036854775807', '9223372036854775807'], ['1e3', '1000'], ['-0.0', '0']]) {
+    const res = await echo(`{"id":${literal},"name":"x"}`);
+    assert.equal(res.statusCode, 200, literal);
+    assert.deepEqual(res.json(), { type: 'bigint', id: exact }, literal);
+  }
+  for (const [literal, reason] of [['9223372036854775808', /64-bit signed integer/], ['1e19', /64-bit signed integer/], ['2.00000000000000001', /must be an integer/], ['1e-400', /must be an integer/]] as const) {
+    const res = await echo(`{"id":${literal},"name":"x"}`);
+    assert.equal(res.statusCode, 400, literal);
+    assert.match(res.json().message, reason, literal);
   }
 });

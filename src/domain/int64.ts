@@ -1,3 +1,9 @@
+/**
+ * The schema keyword (an ajv plugin in http/json.ts) that decides an `id` on its exact literal and hands
+ * on a `bigint`. An `x-` name, so that the published OpenAPI document stays valid.
+ */
+export const EXACT_INT64 = 'x-exact-int64';
+
 export const INT64_MIN = -(2n ** 63n);
 export const INT64_MAX = 2n ** 63n - 1n;
 

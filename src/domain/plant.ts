@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { EXACT_INT64 } from './int64.js';
 
 export const NAME_MAX_CHARS = 200;
 export const TAG_MAX_CHARS = 100;
@@ -32,12 +33,15 @@ export const PlantSchema = Type.Object(
 
 export const NewPlantSchema = Type.Object(
   {
-    id: Type.Integer({
-      // No minimum/maximum: as doubles they would publish 2^63 rounded. The range is checked exactly
-      // by toNewPlant (see int64.ts); `format: int64` documents it.
-      format: 'int64',
-      description: 'Exact 64-bit signed integer; JSON numbers beyond 2^53 keep every digit',
-    }),
+    // Validated as an integer, then by the EXACT_INT64 keyword on its literal as written, which hands the
+    // handler the exact `bigint`. No minimum/maximum: as doubles they would publish 2^63 rounded.
+    id: Type.Unsafe<bigint>(
+      Type.Integer({
+        format: 'int64',
+        [EXACT_INT64]: true,
+        description: 'Exact 64-bit signed integer; JSON numbers beyond 2^53 keep every digit',
+      }),
+    ),
     name: PlantName,
     tag: Type.Optional(PlantTag),
   },
@@ -45,6 +49,7 @@ export const NewPlantSchema = Type.Object(
 );
 
 export type Plant = { name: string; tag?: string };
+/** A NewPlant as a validated body: its `id` already the exact bigint (EXACT_INT64). */
 export type NewPlantBody = Static<typeof NewPlantSchema>;
 export type NewPlant = { id: bigint; name: string; tag?: string };
 

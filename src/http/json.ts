@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
-import type { FastifyInstance } from 'fastify';
-import { integerOfJsonNumber } from '../domain/int64.js';
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import { EXACT_INT64, integerOfJsonNumber, isInt64, parseInt64 } from '../domain/int64.js';
 import { ApiError, ERRORS } from './errors.js';
 
 /** Where the parser leaves the literal of a body's top-level `id`, as written, when it is a number. */
@@ -66,10 +66,49 @@ const PLAIN_SAFE_INTEGER = /^-?\d{1,15}$/;
  * digits is always a safe integer, read exactly by JSON.parse; anything else (a fraction, an exponent,
  * more digits) is decided by the literal's exact decimal value, never by its nearest double.
  */
-export function exactId(body: { id: number }): bigint | null {
+function exactId(body: object, id: number): bigint | null {
   const literal = (body as WithIdLiteral)[ID_LITERAL];
   if (literal === undefined) return null;
-  return PLAIN_SAFE_INTEGER.test(literal) ? BigInt(body.id) : integerOfJsonNumber(literal);
+  return PLAIN_SAFE_INTEGER.test(literal) ? BigInt(id) : integerOfJsonNumber(literal);
+}
+
+const NOT_INTEGER = 'must be an integer (1e3 and 1000.0 are; 1.5 and 2.00000000000000001 are not)';
+const NOT_INT64 = 'must be a 64-bit signed integer';
+
+/** ajv, as Fastify hands it to an `ajv.plugins` entry (ajv is Fastify's dependency, not ours). */
+type AjvPlugin = Extract<NonNullable<NonNullable<FastifyServerOptions['ajv']>['plugins']>[number], (...args: never[]) => unknown>;
+type Ajv = Parameters<AjvPlugin>[0];
+type KeywordValidate = Parameters<Ajv['addKeyword']>[0] extends infer D ? (D extends { validate?: infer V } ? NonNullable<V> : never) : never;
+
+/**
+ * An ajv plugin (Fastify's `ajv.plugins`) for the `x-exact-int64` keyword: after `type: integer` has
+ * passed, it decides integer-ness and the int64 range on the literal as written (JSON.parse rounds
+ * 2.00000000000000001 to 2 and 2^63 to a double), and replaces the number with that exact `bigint`, so
+ * the handler gets a checked bigint and checks nothing again. On a string (a path parameter) it reads
+ * plain decimal digits. Its refusals are ordinary validation errors: 400 40002 "id must be …" in a
+ * body, 40003 in a path.
+ */
+export const exactInt64Keyword: AjvPlugin = (ajv) => {
+  const validate: KeywordValidate = (_schema: unknown, data: number | string, _parentSchema?: unknown, cxt?: DataContext) => {
+    // ajv passes the data context to every keyword of a property; without it there is no literal to read.
+    // A string is an id in a URL path: plain decimal digits, nothing else.
+    const id = cxt === undefined ? null : typeof data === 'string' ? parseInt64(data) : exactId(cxt.parentData, data);
+    if (cxt === undefined || id === null || !isInt64(id)) {
+      const message = id === null ? NOT_INTEGER : NOT_INT64;
+      validate.errors = [{ keyword: EXACT_INT64, instancePath: cxt?.instancePath ?? '', schemaPath: '', params: {}, message }];
+      return false;
+    }
+    cxt.parentData[cxt.parentDataProperty] = id;
+    return true;
+  };
+  ajv.addKeyword({ keyword: EXACT_INT64, type: ['number', 'string'], modifying: true, errors: true, validate });
+  return ajv;
+};
+
+interface DataContext {
+  instancePath: string;
+  parentData: Record<string | number, unknown>;
+  parentDataProperty: string | number;
 }
 
 const QUOTE = 0x22;

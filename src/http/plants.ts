@@ -1,12 +1,11 @@
-import type { FastifyInstance } from 'fastify';
-import { Type, type Static } from 'typebox';
-import { isInt64, parseInt64 } from '../domain/int64.js';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { EXACT_INT64 } from '../domain/int64.js';
 import { plantOf, PlantTag, type NewPlantBody, type Plant } from '../domain/plant.js';
 import type { Store } from '../store/store.js';
 import { bearerAuth, requireScope, type AuthLimits } from './auth.js';
 import { CURSOR_PATTERN, PageCursors } from './cursor.js';
 import { ApiError, ERRORS } from './errors.js';
-import { exactId } from './json.js';
 import { errorResponses, ref, SECURITY } from './schemas.js';
 
 const LIMIT_DEFAULT = 100;
@@ -28,19 +27,26 @@ const AUTHENTICATION_ERRORS = [
 ];
 
 const DeleteParams = Type.Object({
-  id: Type.String({ pattern: '^-?[0-9]{1,20}$', description: 'The plant id, a decimal 64-bit signed integer' }),
+  // Read by the EXACT_INT64 keyword into the exact bigint; the pattern is for the published document.
+  id: Type.Unsafe<bigint>(
+    Type.String({ pattern: '^-?[0-9]{1,20}$', [EXACT_INT64]: true, description: 'The plant id, a decimal 64-bit signed integer' }),
+  ),
 });
 
 /**
  * RFC 8288 link to the next page: same limit and filters, relative to this service's root. The cursor is
  * base64url, which needs no escaping in a URL; the tag is escaped.
  */
-function nextLink(query: Static<typeof ListQuery> & { limit: number }, cursor: string): string {
+function nextLink(query: { limit: number; tag: string | undefined }, cursor: string): string {
   const tag = query.tag === undefined ? '' : `&tag=${encodeURIComponent(query.tag)}`;
   return `</plants?limit=${query.limit}${tag}&cursor=${cursor}>; rel="next"`;
 }
 
-export async function plantRoutes(app: FastifyInstance, { store, limits }: { store: Store; limits: AuthLimits }): Promise<void> {
+/**
+ * The plant routes. Typed by their TypeBox schemas (the type provider is types only: validation stays
+ * with Fastify's ajv, its keywords and its messages), so handlers read body, query and params uncast.
+ */
+export const plantRoutes: FastifyPluginAsyncTypebox<{ store: Store; limits: AuthLimits }> = async (app, { store, limits }) => {
   const auth = bearerAuth(app, store, limits);
   // A store may return the very same page object again (the SQLite page cache); its JSON text is then
   // reused too. Keyed weakly: the text goes when the page does.
@@ -67,14 +73,10 @@ export async function plantRoutes(app: FastifyInstance, { store, limits }: { sto
       },
     },
     async (request) => {
-      const body = request.body as NewPlantBody;
-      // Integer-ness is decided on the literal's exact decimal value (json.ts): 1e3 is 1000, while
-      // 2.00000000000000001 is not an integer though its nearest double is.
-      const id = exactId(body);
-      if (id === null || !isInt64(id)) {
-        const reason = id === null ? 'must be an integer (1e3 and 1000.0 are; 1.5 and 2.00000000000000001 are not)' : 'must be a 64-bit signed integer';
-        throw new ApiError(ERRORS.invalidNewPlant, `${ERRORS.invalidNewPlant.message}: id ${reason}`);
-      }
+      const { body } = request;
+      // Already the exact int64 its literal denotes (the EXACT_INT64 keyword, http/json.ts): 1e3 is
+      // 1000, while 2.00000000000000001 was refused though its nearest double is an integer.
+      const { id } = body;
       const plant = body.tag === undefined ? { id, name: body.name } : { id, name: body.name, tag: body.tag };
       if ((await store.createPlant(request.principal.user, plant)) === 'conflict') {
         throw new ApiError(ERRORS.idConflict, `${ERRORS.idConflict.message}: ${id}`);
@@ -104,14 +106,15 @@ export async function plantRoutes(app: FastifyInstance, { store, limits }: { sto
       },
     },
     async (request, reply) => {
-      // ajv has filled in the default limit.
-      const query = request.query as Static<typeof ListQuery> & { limit: number };
+      // ajv has filled in the default limit; the type cannot know it, so it is named once more here.
+      const { limit = LIMIT_DEFAULT, tag, cursor } = request.query;
+      const query = { limit, tag };
       const owner = request.principal.admin ? null : request.principal.user;
       const listing = {
         owner,
-        tag: query.tag,
-        after: query.cursor === undefined ? undefined : await cursors.open(query.cursor, { owner, tag: query.tag }),
-        limit: query.limit,
+        tag,
+        after: cursor === undefined ? undefined : await cursors.open(cursor, { owner, tag }),
+        limit,
       };
       const page = await store.listPlants(listing);
       if (page.next !== null) reply.header('link', nextLink(query, cursors.known(page, listing) ?? (await cursors.seal(page, listing))));
@@ -121,7 +124,8 @@ export async function plantRoutes(app: FastifyInstance, { store, limits }: { sto
         body = reply.serialize(page.plants) as string;
         serialized.set(page.plants, body);
       }
-      return reply.type('application/json; charset=utf-8').send(body);
+      // A string with a JSON type goes out as is; the typed send only knows the schema's array.
+      return reply.type('application/json; charset=utf-8').send(body as unknown as unknown[]);
     },
   );
 
@@ -141,10 +145,9 @@ export async function plantRoutes(app: FastifyInstance, { store, limits }: { sto
       },
     },
     async (request, reply) => {
-      const id = parseInt64((request.params as Static<typeof DeleteParams>).id);
-      if (id === null) throw new ApiError(ERRORS.invalidPath);
+      const { id } = request.params;
       if (!(await store.deletePlant(request.principal.user, id))) throw new ApiError(ERRORS.plantNotFound);
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     },
   );
-}
+};

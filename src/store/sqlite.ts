@@ -4,7 +4,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import { plantOf, plantOfColumns, samePlant, type NewPlant } from '../domain/plant.js';
-import { PageCache } from './page-cache.js';
 import { MemoryRateCounter } from './rate-counter.js';
 import {
   listCall, migrationValues, pageOf, pendingMigrations, statements, tokenOf, tokenValues,
@@ -43,8 +42,6 @@ const PROBE_INTERVAL_MS = 1000;
 
 export interface SqliteOptions {
   readonly busyTimeoutMs?: number;
-  /** Plants kept in the page cache (see page-cache.ts); 0 turns it off. */
-  readonly cachePlants?: number;
   /** Take the server lock: one server per store (the CLI may still open it). */
   readonly server?: boolean;
   /** Where the store reports what an operator must know: a new store created, the file lost, the disk failing. */
@@ -75,7 +72,7 @@ async function whenNotBusy<T>(what: () => T, deadline: number): Promise<T> {
  */
 export async function openSqliteStore(
   path: string,
-  { busyTimeoutMs = BUSY_TIMEOUT_MS, cachePlants = 0, server = false, logger }: SqliteOptions = {},
+  { busyTimeoutMs = BUSY_TIMEOUT_MS, server = false, logger }: SqliteOptions = {},
 ): Promise<Store> {
   const realPath = prepareStorePath(path);
   const lock = server ? takeServerLock(path, realPath) : undefined;
@@ -96,7 +93,7 @@ export async function openSqliteStore(
     // Said out loud: after the file was deleted or DATABASE_URL mistyped, this is how an operator learns
     // that the store is empty because it is new.
     if (created) logger?.info({ path: realPath }, `no store at ${named(path, realPath)}: created a new, empty one`);
-    const store = new SqliteStore(db, new PageCache(server ? cachePlants : 0), lock, { path, realPath, busyTimeoutMs, logger });
+    const store = new SqliteStore(db, lock, { path, realPath, busyTimeoutMs, logger });
     if (server) await store.watch(deadline);
     return store;
   } catch (error) {
@@ -131,7 +128,6 @@ interface StoreFile {
 class SqliteStore implements Store {
   readonly backend = 'sqlite';
   readonly #db: Database.Database;
-  readonly #cache: PageCache;
   readonly #lock: Database.Database | undefined;
   readonly #file: StoreFile;
   /** In memory: one server per store, so its counts are all the counts. */
@@ -153,14 +149,12 @@ class SqliteStore implements Store {
   readonly #tokens: Database.Statement<[], TokenRow>;
   readonly #revokeToken: Database.Statement<[number, number]>;
 
-  constructor(db: Database.Database, cache: PageCache, lock: Database.Database | undefined, file: StoreFile) {
+  constructor(db: Database.Database, lock: Database.Database | undefined, file: StoreFile) {
     this.#db = db;
-    this.#cache = cache;
     this.#lock = lock;
     this.#file = file;
     this.#writes = new WriteQueue(db, file.busyTimeoutMs, {
       unavailable: () => this.#unavailable,
-      wrote: (owner) => cache.wrote(owner),
       cannotWrite: (error) => this.#cannotWrite(error),
       committed: () => {
         if (this.#unwritable) this.#canWrite();
@@ -240,7 +234,7 @@ class SqliteStore implements Store {
   }
 
   createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome> {
-    return this.#writes.add(owner, () => {
+    return this.#writes.add(() => {
       if (this.#insertPlant.run(owner, plant.id, plant.name, plant.tag ?? null).changes === 1) return 'created';
       // Same transaction as the insert, so the row that conflicted is still there.
       const stored = this.#findPlant.get(owner, plant.id);
@@ -251,16 +245,6 @@ class SqliteStore implements Store {
 
   async listPlants(query: ListQuery): Promise<PlantPage> {
     this.#readable();
-    if (!this.#cache.enabled) return this.#readPage(query);
-    const key = this.#cache.key(query);
-    const cached = this.#cache.get(key);
-    if (cached) return cached;
-    const page = this.#readPage(query);
-    this.#cache.set(query, key, page);
-    return page;
-  }
-
-  #readPage(query: ListQuery): PlantPage {
     const [shape, values] = listCall(query);
     let rows;
     try {
@@ -273,11 +257,11 @@ class SqliteStore implements Store {
   }
 
   deletePlant(owner: string, id: bigint): Promise<boolean> {
-    return this.#writes.add(owner, () => this.#deletePlant.run(owner, id).changes === 1);
+    return this.#writes.add(() => this.#deletePlant.run(owner, id).changes === 1);
   }
 
   async createToken(t: NewTokenRecord): Promise<TokenRecord> {
-    const row = await this.#writes.add(null, () =>
+    const row = await this.#writes.add(() =>
       this.#insertToken.get(tokenValues(SQLITE, t, new Date())),
     );
     if (!row) throw new Error('token insert returned no row');
@@ -301,7 +285,7 @@ class SqliteStore implements Store {
   }
 
   revokeToken(id: number): Promise<boolean> {
-    return this.#writes.add(null, () => this.#revokeToken.run(Date.now(), id).changes === 1);
+    return this.#writes.add(() => this.#revokeToken.run(Date.now(), id).changes === 1);
   }
 
   async hit(key: string, windowMs: number): Promise<RateCount> {

@@ -1,7 +1,7 @@
 import type { NewPlant, Plant } from '../domain/plant.js';
 import { PageCache } from './page-cache.js';
 import type {
-  CreateOutcome, ListQuery, NewTokenRecord, PlantPage, RateCount, Store, TokenRecord,
+  CacheableStore, CreateOutcome, ListQuery, NewTokenRecord, PlantPage, RateCount, Store, TokenRecord,
 } from './store.js';
 
 /**
@@ -33,10 +33,10 @@ class CachedPage implements PlantPage {
  * failure), so a page read before a write, whenever it is cached, is never served after that write.
  */
 class ListCachingStore implements Store {
-  readonly #inner: Store;
+  readonly #inner: CacheableStore;
   readonly #cache: PageCache;
 
-  constructor(inner: Store, cache: PageCache) {
+  constructor(inner: CacheableStore, cache: PageCache) {
     this.#inner = inner;
     this.#cache = cache;
   }
@@ -46,6 +46,8 @@ class ListCachingStore implements Store {
   }
 
   async listPlants(query: ListQuery): Promise<PlantPage> {
+    // Refused by the store (its file lost, or closed): refused here too, cached or not.
+    this.#inner.assertReadable();
     const key = this.#cache.key(query);
     const cached = this.#cache.get(key);
     if (cached) return cached;
@@ -98,6 +100,6 @@ class ListCachingStore implements Store {
 }
 
 /** `store` with its lists cached, at most `maxPlants` plants (and their bytes: see PageCache); 0 is no cache. */
-export function cacheLists(store: Store, maxPlants: number): Store {
+export function cacheLists(store: CacheableStore, maxPlants: number): Store {
   return maxPlants > 0 ? new ListCachingStore(store, new PageCache(maxPlants)) : store;
 }

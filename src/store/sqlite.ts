@@ -14,7 +14,7 @@ import { identityOf, prepareStorePath, quickCheck, takeServerLock, watchIdentity
 import { FIRST_RETRY_MS, MAX_RETRY_MS, WriteQueue } from './sqlite-queue.js';
 import {
   StoreUnavailableError,
-  type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type RateCount, type Store, type TokenRecord,
+  type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type RateCount, type TokenRecord, type CacheableStore,
 } from './store.js';
 
 export { StoreLockedError } from './sqlite-file.js';
@@ -73,7 +73,7 @@ async function whenNotBusy<T>(what: () => T, deadline: number): Promise<T> {
 export async function openSqliteStore(
   path: string,
   { busyTimeoutMs = BUSY_TIMEOUT_MS, server = false, logger }: SqliteOptions = {},
-): Promise<Store> {
+): Promise<CacheableStore> {
   const realPath = prepareStorePath(path);
   const lock = server ? takeServerLock(path, realPath) : undefined;
   let db: Database.Database | undefined;
@@ -125,7 +125,7 @@ interface StoreFile {
   readonly logger: Logger | undefined;
 }
 
-class SqliteStore implements Store {
+class SqliteStore implements CacheableStore {
   readonly backend = 'sqlite';
   readonly #db: Database.Database;
   readonly #lock: Database.Database | undefined;
@@ -229,7 +229,7 @@ class SqliteStore implements Store {
     this.#file.logger?.info({ path: this.#file.realPath }, `the SQLite store ${named(this.#file.path, this.#file.realPath)} can be written again`);
   }
 
-  #readable(): void {
+  assertReadable(): void {
     if (this.#unavailable) throw new StoreUnavailableError(this.#unavailable);
   }
 
@@ -244,7 +244,7 @@ class SqliteStore implements Store {
   }
 
   async listPlants(query: ListQuery): Promise<PlantPage> {
-    this.#readable();
+    this.assertReadable();
     const [shape, values] = listCall(query);
     let rows;
     try {
@@ -269,7 +269,7 @@ class SqliteStore implements Store {
   }
 
   async findTokenByHash(hash: string): Promise<TokenRecord | null> {
-    this.#readable();
+    this.assertReadable();
     let row;
     try {
       row = this.#tokenByHash.get(hash);
@@ -280,7 +280,7 @@ class SqliteStore implements Store {
   }
 
   async listTokens(): Promise<TokenRecord[]> {
-    this.#readable();
+    this.assertReadable();
     return this.#tokens.all().map((row) => tokenOf(SQLITE, row));
   }
 
@@ -314,7 +314,7 @@ class SqliteStore implements Store {
 
   /** Ready: the file is still the store's, it can be read, and (after a failed write) written. */
   async ping(): Promise<void> {
-    this.#readable();
+    this.assertReadable();
     const unwritable = this.#unwritable;
     if (unwritable) {
       // Nothing else would find out that the disk was fixed: an unready server gets no writes to try.

@@ -91,6 +91,15 @@ export interface Store {
 }
 
 /**
+ * A store this process may cache lists of (store/list-cache.ts): it tells at once, without I/O, whether
+ * reads may be served now, so that a cached page is never served by a store that would refuse the read.
+ */
+export interface CacheableStore extends Store {
+  /** Throws StoreUnavailableError when reads are refused now (the file is lost, the store closed). */
+  assertReadable(): void;
+}
+
+/**
  * The store cannot be reached right now (connection refused or lost, timeout, lock held too long, disk
  * full). Requests fail with 503 and succeed again once it is back; nothing about the request was wrong.
  */

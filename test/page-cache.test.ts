@@ -109,3 +109,23 @@ test('PageCache remembers writes only of owners with cached pages, and still nev
   assert.equal(cache.get(cache.key(q('alice'))), undefined, 'written after it was read: stale');
   assert.equal(cache.usage.owners, 1, 'only carol has a page now');
 });
+
+test('a cached list answers the same bytes as the route serializes an uncached one, odd strings included', async (t) => {
+  const cached = await testApp(t); // the server's handle: on SQLite, lists are cached
+  const uncached = await testApp(t, {}, { ...cached, store: await cached.reopen() }); // no cache on any backend
+  const odd = ['quote " and \\ back', 'tab\tnew\nline\u0001', 'lone \ud800 surrogate', 'line\u2028sep', 'emoji 🌵', 'é', ''];
+  for (const [i, name] of odd.entries()) {
+    const plant = i % 2 === 0 ? { id: BigInt(i), name } : { id: BigInt(i), name, tag: name };
+    assert.equal(await cached.store.createPlant('alice', plant), 'created');
+  }
+  const alice = await cached.token('alice');
+  for (const query of ['?limit=3', '?limit=100']) {
+    const expected = await list(uncached.app, alice, query);
+    for (let round = 0; round < 2; round++) { // the first read fills the cache, the second is served from it
+      const res = await list(cached.app, alice, query);
+      assert.equal(res.statusCode, 200);
+      assert.equal(res.headers['content-type'], expected.headers['content-type']);
+      assert.equal(res.rawPayload.toString('latin1'), expected.rawPayload.toString('latin1'), `${query}, round ${round}`);
+    }
+  }
+});

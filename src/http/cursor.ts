@@ -85,10 +85,12 @@ export class CursorCodec {
 
 /**
  * The cursors of GET /plants: sealed with the store's key, read on first need (a store still opening
- * answers 503 until then). The same page object again (the SQLite page cache) keeps the cursor sealed
- * for it, since a seal costs about as much CPU (5-10 µs) as the rest of a cached list; a cached page
- * belongs to one listing, and the memo is checked against it anyway. Keyed weakly: it goes with the
- * page, and the page cache counts its bytes.
+ * answers 503 until then). A store may hand out the same page object again while it is valid (a
+ * cached page); the cursor sealed for it is then kept for it, since a seal costs about as much CPU
+ * (5-10 µs) as the rest of a cached list. Keyed weakly, by the page: it goes when the page does, so a
+ * page read anew after a write gets a new seal, and the store's cache bounds how many there are (its
+ * byte bound allows for one such short text per page; see PlantPage). A cached page belongs to one
+ * listing, and the memo is checked against it anyway.
  */
 export class PageCursors {
   readonly #store: Store;

@@ -48,9 +48,6 @@ function nextLink(query: { limit: number; tag: string | undefined }, cursor: str
  */
 export const plantRoutes: FastifyPluginAsyncTypebox<{ store: Store; limits: AuthLimits }> = async (app, { store, limits }) => {
   const auth = bearerAuth(app, store, limits);
-  // A store may return the very same page object again (the SQLite page cache); its JSON text is then
-  // reused too. Keyed weakly: the text goes when the page does.
-  const serialized = new WeakMap<readonly Plant[], string>();
   const cursors = new PageCursors(store);
 
   app.post(
@@ -118,14 +115,11 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ store: Store; limits: Auth
       };
       const page = await store.listPlants(listing);
       if (page.next !== null) reply.header('link', nextLink(query, cursors.known(page, listing) ?? (await cursors.seal(page, listing))));
-      let body = serialized.get(page.plants);
-      if (body === undefined) {
-        // With the route's 200 schema, as Fastify would; a schema serializer returns a string.
-        body = reply.serialize(page.plants) as string;
-        serialized.set(page.plants, body);
-      }
-      // A string with a JSON type goes out as is; the typed send only knows the schema's array.
-      return reply.type('application/json; charset=utf-8').send(body as unknown as unknown[]);
+      // A page the store keeps (a cached one) carries its JSON text: sent as it is, not serialized again.
+      // The typed send knows only the schema's array; a string with a JSON content type goes out as is.
+      if (page.json !== undefined) return reply.type('application/json; charset=utf-8').send(page.json as unknown as unknown[]);
+      // Shared and read-only (see PlantPage); serializing it changes nothing.
+      return page.plants as Plant[];
     },
   );
 

@@ -1,8 +1,11 @@
 import type { Logger } from 'pino';
-import type { DatabaseConfig } from '../config.js';
+import { cacheLists } from './list-cache.js';
 import { openPostgresStore } from './postgres.js';
 import { openSqliteStore } from './sqlite.js';
 import type { Store } from './store.js';
+
+/** Where a store is (config.ts parses DATABASE_URL into this; store/ imports nothing of config). */
+export type StoreLocation = { readonly kind: 'sqlite'; readonly path: string } | { readonly kind: 'postgres'; readonly url: string };
 
 export interface OpenOptions {
   readonly logger: Logger;
@@ -10,23 +13,32 @@ export interface OpenOptions {
   readonly startupTimeoutMs: number;
   /** How long one operation may wait on the store (a lock, a slow query) before it fails with 503. */
   readonly queryTimeoutMs?: number;
-  /** SQLite: plants kept in the page cache; 0 turns it off. PostgreSQL has none (see README). */
+  /**
+   * Plants kept in the list cache (store/list-cache.ts); 0 turns it off. Applied only where this handle
+   * is the only writer of plants, which the cache's invalidation needs: a server on SQLite.
+   */
   readonly listCachePlants?: number;
-  /** Opened by a server: SQLite then takes the one-server-per-store lock (and may cache pages). */
+  /** Opened by a server: on SQLite it then takes the one-server-per-store lock, so its lists may be cached. */
   readonly server?: boolean;
 }
 
-/** The one place a backend is chosen (used by server.ts, cli.ts and the test helper). */
-export async function openStore(database: DatabaseConfig, options: OpenOptions): Promise<Store> {
-  switch (database.kind) {
-    case 'sqlite':
-      return openSqliteStore(database.path, {
+/**
+ * The one place a backend is chosen (used by server.ts, cli.ts and the test helper), and the one place
+ * that decides whether its lists are cached. PostgreSQL's are not: other instances write to it too, and
+ * this one would not see their writes (see README).
+ */
+export async function openStore(location: StoreLocation, options: OpenOptions): Promise<Store> {
+  switch (location.kind) {
+    case 'sqlite': {
+      const server = options.server ?? false;
+      const store = await openSqliteStore(location.path, {
         ...(options.queryTimeoutMs === undefined ? {} : { busyTimeoutMs: options.queryTimeoutMs }),
-        cachePlants: options.listCachePlants ?? 0,
-        server: options.server ?? false,
+        server,
         logger: options.logger,
       });
+      return server ? cacheLists(store, options.listCachePlants ?? 0) : store;
+    }
     case 'postgres':
-      return openPostgresStore({ url: database.url, ...options });
+      return openPostgresStore({ url: location.url, ...options });
   }
 }

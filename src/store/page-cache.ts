@@ -29,12 +29,12 @@ interface Entry {
 
 /**
  * Estimated V8 heap, in bytes, an entry keeps alive besides its strings and plants: its Map slot, the
- * Entry, the PlantPage, the plants array and, in the HTTP layer (http/plants.ts), a WeakMap slot and
- * the header of the page's JSON text. Measured on Node 20 (x64) with pages read from SQLite: 270 bytes
- * for an empty page, 320 with its JSON text.
+ * Entry, the page (list-cache.ts's CachedPage), the plants array and the header of the page's JSON
+ * text. Measured on Node 20 (x64) with pages read from SQLite: 270 bytes for an empty page, 320 with
+ * its JSON text.
  */
 const ENTRY_BYTES = 320;
-/** A page with a next link: the HTTP layer keeps the cursor it sealed for it (48 characters) alongside. */
+/** A page with a next position: what a reader may keep with it (PlantPage: one short text, a sealed cursor of 48 characters). */
 const NEXT_BYTES = 160;
 /** Per plant: the object, its array slot, two string headers, its share of the JSON text's syntax. */
 const PLANT_BYTES = 96;
@@ -50,8 +50,7 @@ const CACHE_BYTES_PER_PLANT = 256;
 
 /**
  * Strings are counted at 2 bytes a character (V8's two-byte strings; one-byte strings take half), and
- * twice: once as the plant's strings, once in the page's JSON text the HTTP layer keeps while the page
- * lives. (A control character escaped as \u00XX takes 6 bytes of JSON text: rare, and the bound then
+ * twice: once as the plant's strings, once in the page's JSON text, kept with the page once made. (A control character escaped as \u00XX takes 6 bytes of JSON text: rare, and the bound then
  * holds within a factor of 2.)
  */
 function estimate(key: string, page: PlantPage): number {
@@ -63,9 +62,9 @@ function estimate(key: string, page: PlantPage): number {
 /**
  * Pages of plant lists kept in memory, so reading the same page again costs no query. Never stale:
  * a page is served only if no plant of its owner (for an admin page: of anyone) was written after
- * the page was read. The owning store reports every write with `wrote()`, so it must be the only
- * writer of plants (the SQLite server lock sees to that), and it must cache a page in the same turn
- * of the event loop it read it in (SQLite reads are synchronous).
+ * the page was read. Its one user, list-cache.ts, reports every write with `wrote()` after it ended,
+ * and gives `set` the `stamp()` taken before the read; so it must be the only writer of plants
+ * (store/open.ts caches only where it is: a SQLite server, which holds the server lock).
  *
  * Bounded by what it really holds, whatever clients ask for: at most `maxPlants` plants, where every
  * entry counts at least one (so at most `maxPlants` entries, empty pages included), and at most
@@ -104,6 +103,11 @@ export class PageCache {
     };
   }
 
+  /** A point in the cache's order of reads and writes: take it before a read, give it to `set`. */
+  stamp(): number {
+    return ++this.#clock;
+  }
+
   /**
    * Owner names hold no control characters and tags no U+0000, so U+0000 separates fields; an admin
    * page has the empty owner (no user is named ""), and a filter on "" differs from no filter.
@@ -126,7 +130,15 @@ export class PageCache {
     return entry.page;
   }
 
-  set(query: ListQuery, key: string, page: PlantPage): void {
+  /**
+   * Keeps `page`, read for `query` after `readAt` (a `stamp()`; by default now, for a read made in this
+   * turn of the event loop): it is served until a write recorded after that point.
+   */
+  set(query: ListQuery, key: string, page: PlantPage, readAt = this.stamp()): void {
+    // Written since the read: not kept. An owner without cached pages has no write time kept, so the
+    // last write by anyone stands in for it.
+    const lastWrite = query.owner === null ? this.#lastWrite : (this.#owners.get(query.owner)?.lastWrite ?? this.#lastWrite);
+    if (lastWrite >= readAt) return;
     const slots = Math.max(1, page.plants.length);
     const bytes = estimate(key, page);
     if (slots > this.#maxPlants || bytes + OWNER_BYTES > this.#maxBytes) return;
@@ -142,7 +154,7 @@ export class PageCache {
       }
       owner.pages++;
     }
-    const entry: Entry = { key, owner, readAt: ++this.#clock, page, slots, bytes, older: null, newer: null };
+    const entry: Entry = { key, owner, readAt, page, slots, bytes, older: null, newer: null };
     this.#pages.set(key, entry);
     this.#link(entry);
     this.#slots += slots;

@@ -3,8 +3,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { plantOf, plantOfColumns, samePlant, type NewPlant } from '../domain/plant.js';
-import { isScope } from '../domain/principal.js';
-import { loadMigrations } from './migrations.js';
+import {
+  listCall, migrationValues, pageOf, pendingMigrations, statements, tokenOf, tokenValues,
+  type Dialect, type PlantRow, type TokenRow,
+} from './sql.js';
 import {
   StoreUnavailableError,
   type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type RateCount, type Store, type TokenRecord,
@@ -28,29 +30,19 @@ const MIGRATION_TIMEOUT_MS = 10 * 60_000;
 /** Serializes migrations of instances starting together (an arbitrary, fixed advisory lock key). */
 const MIGRATION_LOCK_KEY = '7061626174726565';
 
-interface PlantRow {
-  seq: string;
-  name: string;
-  tag: string | null;
-}
-
-interface TokenRow {
-  id: string;
-  username: string;
-  scopes: string[];
-  admin: boolean;
-  name: string | null;
-  created_at: Date;
-  expires_at: Date | null;
-  revoked_at: Date | null;
-}
-
-const LIST = {
-  owner: 'SELECT seq, name, tag FROM plants WHERE owner = $1 AND seq > $2 ORDER BY seq LIMIT $3',
-  ownerTag: 'SELECT seq, name, tag FROM plants WHERE owner = $1 AND tag = $2 AND seq > $3 ORDER BY seq LIMIT $4',
-  all: 'SELECT seq, name, tag FROM plants WHERE seq > $1 ORDER BY seq LIMIT $2',
-  allTag: 'SELECT seq, name, tag FROM plants WHERE tag = $1 AND seq > $2 ORDER BY seq LIMIT $3',
+/** PostgreSQL's spelling: `$i` placeholders; the driver maps times, arrays and booleans itself. */
+const POSTGRES: Dialect = {
+  backend: 'postgres',
+  param: (i) => `$${i}`,
+  timeType: 'timestamptz',
+  time: (date) => date,
+  dateOf: (stored) => stored as Date,
+  scopes: (scopes) => scopes,
+  scopesOf: (stored) => stored as string[],
+  flag: (value) => value,
+  flagOf: (stored) => stored as boolean,
 };
+const SQL = statements(POSTGRES);
 
 /**
  * Errors of a query on a connection we hold that mean "the database is not reachable or not serving
@@ -151,13 +143,10 @@ async function migrate(pool: pg.Pool): Promise<void> {
     await run('SET LOCAL statement_timeout = 0');
     // Instances starting together queue here; each finds the migrations the first one applied.
     await run('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
-    await run(`CREATE TABLE IF NOT EXISTS schema_migrations (
-      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-    const applied = new Set((await run('SELECT version FROM schema_migrations')).rows.map((r) => Number(r.version)));
-    for (const m of loadMigrations('postgres')) {
-      if (applied.has(m.version)) continue;
+    await run(SQL.createMigrations);
+    for (const m of pendingMigrations(POSTGRES, (await run(SQL.appliedMigrations)).rows.map((r) => r.version as number))) {
       await run(m.sql);
-      await run('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+      await run(SQL.recordMigration, migrationValues(POSTGRES, m, new Date()));
     }
     await run('COMMIT');
   } catch (error) {
@@ -296,51 +285,36 @@ class PostgresStore implements Store {
     return outcomes;
   }
 
-  async listPlants({ owner, tag, after = 0, limit }: ListQuery): Promise<PlantPage> {
-    const [name, text, values] =
-      owner === null
-        ? tag === undefined
-          ? ['list_all', LIST.all, [after, limit + 1]]
-          : ['list_all_tag', LIST.allTag, [tag, after, limit + 1]]
-        : tag === undefined
-          ? ['list_owner', LIST.owner, [owner, after, limit + 1]]
-          : ['list_owner_tag', LIST.ownerTag, [owner, tag, after, limit + 1]];
-    const { rows } = await this.#query<PlantRow>(name, text, values);
-    const more = rows.length > limit;
-    if (more) rows.pop();
-    const last = rows[rows.length - 1];
-    return { plants: rows.map(plantOfColumns), next: more && last ? Number(last.seq) : null };
+  async listPlants(query: ListQuery): Promise<PlantPage> {
+    const [shape, values] = listCall(query);
+    const { name, text } = SQL.list[shape];
+    return pageOf((await this.#query<PlantRow>(name, text, values)).rows, query.limit);
   }
 
   async deletePlant(owner: string, id: bigint): Promise<boolean> {
-    const res = await this.#query('plant_delete', 'DELETE FROM plants WHERE owner = $1 AND id = $2', [owner, id.toString()]);
+    const res = await this.#query('plant_delete', SQL.deletePlant, [owner, id.toString()]);
     return res.rowCount === 1;
   }
 
   async createToken(t: NewTokenRecord): Promise<TokenRecord> {
-    const { rows } = await this.#query<TokenRow>(
-      'token_insert',
-      `INSERT INTO tokens (hash, username, scopes, admin, name, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-      [t.hash, t.user, t.scopes, t.admin, t.name, t.expiresAt],
-    );
+    const { rows } = await this.#query<TokenRow>('token_insert', SQL.insertToken, tokenValues(POSTGRES, t, new Date()));
     const row = rows[0];
     if (!row) throw new Error('token insert returned no row');
-    return tokenOf(row);
+    return tokenOf(POSTGRES, row);
   }
 
   async findTokenByHash(hash: string): Promise<TokenRecord | null> {
-    const { rows } = await this.#query<TokenRow>('token_by_hash', 'SELECT * FROM tokens WHERE hash = $1', [hash]);
-    return rows[0] ? tokenOf(rows[0]) : null;
+    const { rows } = await this.#query<TokenRow>('token_by_hash', SQL.tokenByHash, [hash]);
+    return rows[0] ? tokenOf(POSTGRES, rows[0]) : null;
   }
 
   async listTokens(): Promise<TokenRecord[]> {
-    const { rows } = await this.#query<TokenRow>('token_list', 'SELECT * FROM tokens ORDER BY id', []);
-    return rows.map(tokenOf);
+    const { rows } = await this.#query<TokenRow>('token_list', SQL.tokens, []);
+    return rows.map((row) => tokenOf(POSTGRES, row));
   }
 
   async revokeToken(id: number): Promise<boolean> {
-    const res = await this.#query('token_revoke', 'UPDATE tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL', [id]);
+    const res = await this.#query('token_revoke', SQL.revokeToken, [POSTGRES.time(new Date()), id]);
     return res.rowCount === 1;
   }
 
@@ -399,17 +373,4 @@ class PostgresStore implements Store {
     await Promise.all(this.#inFlight);
     if (!this.#pool.ended) await this.#pool.end();
   }
-}
-
-function tokenOf(row: TokenRow): TokenRecord {
-  return {
-    id: Number(row.id),
-    user: row.username,
-    scopes: row.scopes.filter(isScope),
-    admin: row.admin,
-    name: row.name,
-    createdAt: row.created_at,
-    expiresAt: row.expires_at,
-    revokedAt: row.revoked_at,
-  };
 }

@@ -75,7 +75,7 @@ export class StoreLockedError extends Error {}
 
 /**
  * One server per SQLite store. Its writes are then the only writes to plants (the CLI writes tokens
- * only), which is what lets the page cache invalidate exactly without asking SQLite on every read;
+ * only), which is what lets the list cache (list-cache.ts) invalidate exactly without asking SQLite on every read;
  * several instances belong on PostgreSQL. The lock is SQLite's own exclusive lock on a sibling file of
  * the real path, held as long as the connection is open: the operating system releases it however the
  * process ends, kill -9 included, so a crash never leaves a stale lock behind.

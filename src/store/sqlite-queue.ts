@@ -3,8 +3,6 @@ import { isBusy, isUnwritable, storeError } from './sqlite-errors.js';
 import { StoreUnavailableError } from './store.js';
 
 interface QueuedWrite {
-  /** Whose plants the write changes, so cached pages of theirs are dropped after it; null: no plants (tokens). */
-  readonly owner: string | null;
   run(): unknown;
   resolve(value: unknown): void;
   reject(error: unknown): void;
@@ -25,8 +23,6 @@ export const MAX_RETRY_MS = 50;
 export interface WriteQueueEvents {
   /** Why nothing may be written now (the file is lost, the store closed), or undefined. */
   unavailable(): Error | undefined;
-  /** A transaction that may have changed `owner`'s plants ended, committed or not. */
-  wrote(owner: string): void;
   /** A write failed because the store cannot be written (read-only, disk full, I/O error). */
   cannotWrite(error: unknown): void;
   /** Writes committed, none failed for that reason. */
@@ -67,11 +63,11 @@ export class WriteQueue {
     this.#rollback = db.prepare('ROLLBACK');
   }
 
-  add<T>(owner: string | null, run: () => T): Promise<T> {
+  add<T>(run: () => T): Promise<T> {
     const unavailable = this.#events.unavailable();
     if (unavailable) return Promise.reject(new StoreUnavailableError(unavailable));
     return new Promise<T>((resolve, reject) => {
-      if (this.#queue.push({ owner, run, resolve: resolve as (v: unknown) => void, reject, deadline: undefined }) === 1) {
+      if (this.#queue.push({ run, resolve: resolve as (v: unknown) => void, reject, deadline: undefined }) === 1) {
         setImmediate(this.#flush);
       }
     });
@@ -119,8 +115,6 @@ export class WriteQueue {
     } catch (error) {
       aborted = error;
       if (this.#db.inTransaction) this.#rollback.run();
-    } finally {
-      for (const w of writes) if (w.owner !== null) this.#events.wrote(w.owner);
     }
     if (aborted !== undefined) return this.#fail(writes, aborted);
     let cannotWrite: unknown;

@@ -4,43 +4,34 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import { plantOf, plantOfColumns, samePlant, type NewPlant } from '../domain/plant.js';
-import { isScope, type Scope } from '../domain/principal.js';
-import { loadMigrations } from './migrations.js';
-import { PageCache } from './page-cache.js';
 import { MemoryRateCounter } from './rate-counter.js';
+import {
+  listCall, migrationValues, pageOf, pendingMigrations, statements, tokenOf, tokenValues,
+  type Dialect, type ListShape, type PlantRow, type TokenRow,
+} from './sql.js';
 import { currentUser, isBusy, isUnwritable, named, openFailure, storeError } from './sqlite-errors.js';
 import { identityOf, prepareStorePath, quickCheck, takeServerLock, watchIdentity } from './sqlite-file.js';
 import { FIRST_RETRY_MS, MAX_RETRY_MS, WriteQueue } from './sqlite-queue.js';
 import {
   StoreUnavailableError,
-  type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type RateCount, type Store, type TokenRecord,
+  type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type RateCount, type TokenRecord, type CacheableStore,
 } from './store.js';
 
 export { StoreLockedError } from './sqlite-file.js';
 
-interface PlantRow {
-  seq: number;
-  name: string;
-  tag: string | null;
-}
-
-interface TokenRow {
-  id: number;
-  user: string;
-  scopes: string;
-  admin: number;
-  name: string | null;
-  created_at: number;
-  expires_at: number | null;
-  revoked_at: number | null;
-}
-
-const LIST_SQL = {
-  owner: 'SELECT seq, name, tag FROM plants WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?',
-  ownerTag: 'SELECT seq, name, tag FROM plants WHERE owner = ? AND tag = ? AND seq > ? ORDER BY seq LIMIT ?',
-  all: 'SELECT seq, name, tag FROM plants WHERE seq > ? ORDER BY seq LIMIT ?',
-  allTag: 'SELECT seq, name, tag FROM plants WHERE tag = ? AND seq > ? ORDER BY seq LIMIT ?',
+/** SQLite's spelling: `?` placeholders, times as milliseconds since the epoch, scopes space-separated, flags 0/1. */
+const SQLITE: Dialect = {
+  backend: 'sqlite',
+  param: () => '?',
+  timeType: 'INTEGER',
+  time: (date) => date.getTime(),
+  dateOf: (stored) => new Date(stored as number),
+  scopes: (scopes) => scopes.join(' '),
+  scopesOf: (stored) => (stored as string).split(' '),
+  flag: (value) => (value ? 1 : 0),
+  flagOf: (stored) => stored === 1,
 };
+const SQL = statements(SQLITE);
 
 /** How long a write waits for another process (the CLI) holding the write lock, then 503. */
 const BUSY_TIMEOUT_MS = 5000;
@@ -51,8 +42,6 @@ const PROBE_INTERVAL_MS = 1000;
 
 export interface SqliteOptions {
   readonly busyTimeoutMs?: number;
-  /** Plants kept in the page cache (see page-cache.ts); 0 turns it off. */
-  readonly cachePlants?: number;
   /** Take the server lock: one server per store (the CLI may still open it). */
   readonly server?: boolean;
   /** Where the store reports what an operator must know: a new store created, the file lost, the disk failing. */
@@ -83,8 +72,8 @@ async function whenNotBusy<T>(what: () => T, deadline: number): Promise<T> {
  */
 export async function openSqliteStore(
   path: string,
-  { busyTimeoutMs = BUSY_TIMEOUT_MS, cachePlants = 0, server = false, logger }: SqliteOptions = {},
-): Promise<Store> {
+  { busyTimeoutMs = BUSY_TIMEOUT_MS, server = false, logger }: SqliteOptions = {},
+): Promise<CacheableStore> {
   const realPath = prepareStorePath(path);
   const lock = server ? takeServerLock(path, realPath) : undefined;
   let db: Database.Database | undefined;
@@ -104,7 +93,7 @@ export async function openSqliteStore(
     // Said out loud: after the file was deleted or DATABASE_URL mistyped, this is how an operator learns
     // that the store is empty because it is new.
     if (created) logger?.info({ path: realPath }, `no store at ${named(path, realPath)}: created a new, empty one`);
-    const store = new SqliteStore(db, new PageCache(server ? cachePlants : 0), lock, { path, realPath, busyTimeoutMs, logger });
+    const store = new SqliteStore(db, lock, { path, realPath, busyTimeoutMs, logger });
     if (server) await store.watch(deadline);
     return store;
   } catch (error) {
@@ -115,15 +104,12 @@ export async function openSqliteStore(
 }
 
 function migrate(db: Database.Database): void {
-  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
+  db.exec(SQL.createMigrations);
   const apply = db.transaction(() => {
-    const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
-    const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
-    for (const m of loadMigrations('sqlite')) {
-      if (applied.has(m.version)) continue;
+    const record = db.prepare(SQL.recordMigration);
+    for (const m of pendingMigrations(SQLITE, db.prepare(SQL.appliedMigrations).pluck().all() as number[])) {
       db.exec(m.sql);
-      record.run(m.version, m.name, Date.now());
+      record.run(migrationValues(SQLITE, m, new Date()));
     }
   });
   // IMMEDIATE takes the write lock before reading what is applied, so a server and a CLI starting
@@ -139,10 +125,9 @@ interface StoreFile {
   readonly logger: Logger | undefined;
 }
 
-class SqliteStore implements Store {
+class SqliteStore implements CacheableStore {
   readonly backend = 'sqlite';
   readonly #db: Database.Database;
-  readonly #cache: PageCache;
   readonly #lock: Database.Database | undefined;
   readonly #file: StoreFile;
   /** In memory: one server per store, so its counts are all the counts. */
@@ -158,20 +143,18 @@ class SqliteStore implements Store {
   readonly #insertPlant: Database.Statement<[string, bigint, string, string | null]>;
   readonly #findPlant: Database.Statement<[string, bigint], { name: string; tag: string | null }>;
   readonly #deletePlant: Database.Statement<[string, bigint]>;
-  readonly #list: { [K in keyof typeof LIST_SQL]: Database.Statement<unknown[], PlantRow> };
+  readonly #list: Readonly<Record<ListShape, Database.Statement<unknown[], PlantRow>>>;
   readonly #insertToken: Database.Statement<unknown[], TokenRow>;
   readonly #tokenByHash: Database.Statement<[string], TokenRow>;
   readonly #tokens: Database.Statement<[], TokenRow>;
   readonly #revokeToken: Database.Statement<[number, number]>;
 
-  constructor(db: Database.Database, cache: PageCache, lock: Database.Database | undefined, file: StoreFile) {
+  constructor(db: Database.Database, lock: Database.Database | undefined, file: StoreFile) {
     this.#db = db;
-    this.#cache = cache;
     this.#lock = lock;
     this.#file = file;
     this.#writes = new WriteQueue(db, file.busyTimeoutMs, {
       unavailable: () => this.#unavailable,
-      wrote: (owner) => cache.wrote(owner),
       cannotWrite: (error) => this.#cannotWrite(error),
       committed: () => {
         if (this.#unwritable) this.#canWrite();
@@ -186,20 +169,17 @@ class SqliteStore implements Store {
       'INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING',
     );
     this.#findPlant = db.prepare('SELECT name, tag FROM plants WHERE owner = ? AND id = ?');
-    this.#deletePlant = db.prepare('DELETE FROM plants WHERE owner = ? AND id = ?');
+    this.#deletePlant = db.prepare(SQL.deletePlant);
     this.#list = {
-      owner: db.prepare(LIST_SQL.owner),
-      ownerTag: db.prepare(LIST_SQL.ownerTag),
-      all: db.prepare(LIST_SQL.all),
-      allTag: db.prepare(LIST_SQL.allTag),
+      owner: db.prepare(SQL.list.owner.text),
+      ownerTag: db.prepare(SQL.list.ownerTag.text),
+      all: db.prepare(SQL.list.all.text),
+      allTag: db.prepare(SQL.list.allTag.text),
     };
-    this.#insertToken = db.prepare(
-      `INSERT INTO tokens (hash, user, scopes, admin, name, created_at, expires_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-    );
-    this.#tokenByHash = db.prepare('SELECT * FROM tokens WHERE hash = ?');
-    this.#tokens = db.prepare('SELECT * FROM tokens ORDER BY id');
-    this.#revokeToken = db.prepare('UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
+    this.#insertToken = db.prepare(SQL.insertToken);
+    this.#tokenByHash = db.prepare(SQL.tokenByHash);
+    this.#tokens = db.prepare(SQL.tokens);
+    this.#revokeToken = db.prepare(SQL.revokeToken);
   }
 
   /** Server only: learn now whether the file can be written, and from now on whether it is still the file at its path. */
@@ -249,12 +229,12 @@ class SqliteStore implements Store {
     this.#file.logger?.info({ path: this.#file.realPath }, `the SQLite store ${named(this.#file.path, this.#file.realPath)} can be written again`);
   }
 
-  #readable(): void {
+  assertReadable(): void {
     if (this.#unavailable) throw new StoreUnavailableError(this.#unavailable);
   }
 
   createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome> {
-    return this.#writes.add(owner, () => {
+    return this.#writes.add(() => {
       if (this.#insertPlant.run(owner, plant.id, plant.name, plant.tag ?? null).changes === 1) return 'created';
       // Same transaction as the insert, so the row that conflicted is still there.
       const stored = this.#findPlant.get(owner, plant.id);
@@ -264,66 +244,48 @@ class SqliteStore implements Store {
   }
 
   async listPlants(query: ListQuery): Promise<PlantPage> {
-    this.#readable();
-    if (!this.#cache.enabled) return this.#readPage(query);
-    const key = this.#cache.key(query);
-    const cached = this.#cache.get(key);
-    if (cached) return cached;
-    const page = this.#readPage(query);
-    this.#cache.set(query, key, page);
-    return page;
-  }
-
-  #readPage({ owner, tag, after = 0, limit }: ListQuery): PlantPage {
+    this.assertReadable();
+    const [shape, values] = listCall(query);
     let rows;
     try {
-      rows =
-        owner === null
-          ? tag === undefined
-            ? this.#list.all.all(after, limit + 1)
-            : this.#list.allTag.all(tag, after, limit + 1)
-          : tag === undefined
-            ? this.#list.owner.all(owner, after, limit + 1)
-            : this.#list.ownerTag.all(owner, tag, after, limit + 1);
+      // better-sqlite3 binds an array's items to the anonymous parameters in order.
+      rows = this.#list[shape].all(values);
     } catch (error) {
       throw storeError(error);
     }
-    const more = rows.length > limit;
-    if (more) rows.pop();
-    const plants = rows.map(plantOfColumns);
-    return { plants, next: more ? (rows[rows.length - 1]?.seq ?? null) : null };
+    return pageOf(rows, query.limit);
   }
 
   deletePlant(owner: string, id: bigint): Promise<boolean> {
-    return this.#writes.add(owner, () => this.#deletePlant.run(owner, id).changes === 1);
+    return this.#writes.add(() => this.#deletePlant.run(owner, id).changes === 1);
   }
 
   async createToken(t: NewTokenRecord): Promise<TokenRecord> {
-    const row = await this.#writes.add(null, () =>
-      this.#insertToken.get(t.hash, t.user, t.scopes.join(' '), t.admin ? 1 : 0, t.name, Date.now(), t.expiresAt?.getTime() ?? null),
+    const row = await this.#writes.add(() =>
+      this.#insertToken.get(tokenValues(SQLITE, t, new Date())),
     );
     if (!row) throw new Error('token insert returned no row');
-    return tokenOf(row);
+    return tokenOf(SQLITE, row);
   }
 
   async findTokenByHash(hash: string): Promise<TokenRecord | null> {
-    this.#readable();
+    this.assertReadable();
     let row;
     try {
       row = this.#tokenByHash.get(hash);
     } catch (error) {
       throw storeError(error);
     }
-    return row ? tokenOf(row) : null;
+    return row ? tokenOf(SQLITE, row) : null;
   }
 
   async listTokens(): Promise<TokenRecord[]> {
-    this.#readable();
-    return this.#tokens.all().map(tokenOf);
+    this.assertReadable();
+    return this.#tokens.all().map((row) => tokenOf(SQLITE, row));
   }
 
   revokeToken(id: number): Promise<boolean> {
-    return this.#writes.add(null, () => this.#revokeToken.run(Date.now(), id).changes === 1);
+    return this.#writes.add(() => this.#revokeToken.run(Date.now(), id).changes === 1);
   }
 
   async hit(key: string, windowMs: number): Promise<RateCount> {
@@ -352,7 +314,7 @@ class SqliteStore implements Store {
 
   /** Ready: the file is still the store's, it can be read, and (after a failed write) written. */
   async ping(): Promise<void> {
-    this.#readable();
+    this.assertReadable();
     const unwritable = this.#unwritable;
     if (unwritable) {
       // Nothing else would find out that the disk was fixed: an unready server gets no writes to try.
@@ -381,17 +343,4 @@ class SqliteStore implements Store {
     this.#db.close();
     this.#lock?.close();
   }
-}
-
-function tokenOf(row: TokenRow): TokenRecord {
-  return {
-    id: row.id,
-    user: row.user,
-    scopes: row.scopes.split(' ').filter((s): s is Scope => isScope(s)),
-    admin: row.admin === 1,
-    name: row.name,
-    createdAt: new Date(row.created_at),
-    expiresAt: row.expires_at === null ? null : new Date(row.expires_at),
-    revokedAt: row.revoked_at === null ? null : new Date(row.revoked_at),
-  };
 }

@@ -13,11 +13,21 @@ export interface ListQuery {
   readonly limit: number;
 }
 
+/**
+ * A page of a list. A store may hand the same page object to several callers while it is valid (a
+ * cached page), so nobody may change it; a reader may keep what it derives from it, keyed weakly by the
+ * page, and a caching store's memory bound allows for one short text (up to 64 characters) per page
+ * that has a next position.
+ */
 export interface PlantPage {
-  /** Shared: a backend may hand the same page to several callers, so nobody may change it. */
   readonly plants: readonly Plant[];
   /** Position of the last plant returned when more remain, else null. */
   readonly next: number | null;
+  /**
+   * `plants` as JSON text, when the store keeps it with the page (a cached page makes it once): exactly
+   * what the list route's schema serializes, so a reader may send it as it is.
+   */
+  readonly json?: string;
 }
 
 export interface RateCount {
@@ -78,6 +88,15 @@ export interface Store {
   /** Resolves when the store can serve requests. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * A store this process may cache lists of (store/list-cache.ts): it tells at once, without I/O, whether
+ * reads may be served now, so that a cached page is never served by a store that would refuse the read.
+ */
+export interface CacheableStore extends Store {
+  /** Throws StoreUnavailableError when reads are refused now (the file is lost, the store closed). */
+  assertReadable(): void;
 }
 
 /**

@@ -78,3 +78,21 @@ test('a store file moved away and back: the store is unavailable meanwhile and s
   assert.equal(await store.createPlant('alice', { id: 2n, name: 'b' }), 'created');
   assert.deepEqual((await store.listPlants({ owner: 'alice', limit: 10 })).plants.map((p) => p.name), ['a', 'b']);
 });
+
+test('a cached page is not served once the store file is moved away: the list is refused like any read, and served again once the file is back', async (t) => {
+  const { config, url } = await testDatabase(t);
+  const path = url.slice('sqlite:'.length);
+  const store = await openStore(config, { logger: silentLogger, poolSize: 1, startupTimeoutMs: 1000, listCachePlants: 1000, server: true });
+  t.after(() => store.close());
+  assert.equal(await store.createPlant('alice', { id: 1n, name: 'a' }), 'created');
+  const query = { owner: 'alice', limit: 10 };
+  const page = await store.listPlants(query);
+  assert.equal(await store.listPlants(query), page, 'the page is cached');
+  renameSync(path, `${path}.moved`);
+  const lost = await eventually(NOTICE_MS, () => store.ping().then(() => undefined, (e: unknown) => e), (e) => e !== undefined);
+  assert.ok(lost instanceof StoreUnavailableError, 'ping fails once the file is gone');
+  await assert.rejects(store.listPlants(query), StoreUnavailableError);
+  renameSync(`${path}.moved`, path);
+  await eventually(NOTICE_MS, () => store.ping().then(() => undefined, (e: unknown) => e), (e) => e === undefined);
+  assert.deepEqual((await store.listPlants(query)).plants, [{ name: 'a' }]);
+});

@@ -1,0 +1,105 @@
+import type { NewPlant, Plant } from '../domain/plant.js';
+import { PageCache } from './page-cache.js';
+import type {
+  CacheableStore, CreateOutcome, ListQuery, NewTokenRecord, PlantPage, RateCount, Store, TokenRecord,
+} from './store.js';
+
+/**
+ * A page the cache keeps, with its JSON text made on first need and kept with it: a cached list is then
+ * sent without serializing again. `JSON.stringify` of a Plant (name, then tag when present, both
+ * strings) gives the same text as the route's response schema would (fast-json-stringify escapes
+ * strings as JSON.stringify does, lone surrogates included); the shared list tests compare both paths.
+ */
+class CachedPage implements PlantPage {
+  readonly plants: readonly Plant[];
+  readonly next: number | null;
+  #json: string | undefined;
+
+  constructor({ plants, next }: PlantPage) {
+    this.plants = plants;
+    this.next = next;
+  }
+
+  get json(): string {
+    return (this.#json ??= JSON.stringify(this.plants));
+  }
+}
+
+/**
+ * The list cache as a store: every method goes to `inner`, and lists are served from a PageCache that
+ * this wrapper alone fills and invalidates. Correct only where this handle is the only writer of plants
+ * (store/open.ts decides: a SQLite server, which holds the one-server lock). It needs nothing else of the
+ * backend: a page is stamped before the read starts, and a write is recorded after its commit (or
+ * failure), so a page read before a write, whenever it is cached, is never served after that write.
+ */
+class ListCachingStore implements Store {
+  readonly #inner: CacheableStore;
+  readonly #cache: PageCache;
+
+  constructor(inner: CacheableStore, cache: PageCache) {
+    this.#inner = inner;
+    this.#cache = cache;
+  }
+
+  get backend(): string {
+    return this.#inner.backend;
+  }
+
+  async listPlants(query: ListQuery): Promise<PlantPage> {
+    // Refused by the store (its file lost, or closed): refused here too, cached or not.
+    this.#inner.assertReadable();
+    const key = this.#cache.key(query);
+    const cached = this.#cache.get(key);
+    if (cached) return cached;
+    const readAt = this.#cache.stamp();
+    const page = new CachedPage(await this.#inner.listPlants(query));
+    this.#cache.set(query, key, page, readAt);
+    return page;
+  }
+
+  createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome> {
+    return this.#inner.createPlant(owner, plant).finally(() => this.#cache.wrote(owner));
+  }
+
+  deletePlant(owner: string, id: bigint): Promise<boolean> {
+    return this.#inner.deletePlant(owner, id).finally(() => this.#cache.wrote(owner));
+  }
+
+  createToken(token: NewTokenRecord): Promise<TokenRecord> {
+    return this.#inner.createToken(token);
+  }
+
+  findTokenByHash(hash: string): Promise<TokenRecord | null> {
+    return this.#inner.findTokenByHash(hash);
+  }
+
+  listTokens(): Promise<TokenRecord[]> {
+    return this.#inner.listTokens();
+  }
+
+  revokeToken(id: number): Promise<boolean> {
+    return this.#inner.revokeToken(id);
+  }
+
+  hit(key: string, windowMs: number): Promise<RateCount> {
+    return this.#inner.hit(key, windowMs);
+  }
+
+  cursorKey(): Promise<Buffer> {
+    return this.#inner.cursorKey();
+  }
+
+  ping(): Promise<void> {
+    return this.#inner.ping();
+  }
+
+  close(): Promise<void> {
+    this.#cache.clear();
+    return this.#inner.close();
+  }
+}
+
+/** `store` with its lists cached, at most `maxPlants` plants (and their bytes: see PageCache); 0 is no cache. */
+export function cacheLists(store: CacheableStore, maxPlants: number): Store {
+  return maxPlants > 0 ? new ListCachingStore(store, new PageCache(maxPlants)) : store;
+}

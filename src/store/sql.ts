@@ -1,0 +1,140 @@
+import { plantOfColumns } from '../domain/plant.js';
+import { isScope, type Scope } from '../domain/principal.js';
+import { loadMigrations, type Migration } from './migrations.js';
+import type { ListQuery, NewTokenRecord, PlantPage, TokenRecord } from './store.js';
+
+/**
+ * What the SQL backends share, written once (as platformatic sql-mapper's shared.js is, with each
+ * dialect overriding only what differs): the statements, the list query's choice, limit+1 paging, row
+ * mapping and the migration bookkeeping. A backend keeps its driver, its placeholders and value codecs
+ * (this `Dialect`), batching, transactions and error codes.
+ */
+export interface Dialect {
+  readonly backend: 'sqlite' | 'postgres';
+  /** The placeholder of the `i`-th value, from 1: `?` or `$i`. */
+  param(i: number): string;
+  /** The column type of a point in time (schema_migrations.applied_at). */
+  readonly timeType: string;
+  /** A point in time, a token's scopes and a flag as the backend stores them, and back. */
+  time(date: Date): unknown;
+  dateOf(stored: unknown): Date;
+  scopes(scopes: readonly Scope[]): unknown;
+  scopesOf(stored: unknown): readonly string[];
+  flag(value: boolean): unknown;
+  flagOf(stored: unknown): boolean;
+}
+
+/** The four shapes of a list query, each with its own index (see the migrations). */
+export type ListShape = 'all' | 'allTag' | 'owner' | 'ownerTag';
+
+/** The statements both backends run; `name` is PostgreSQL's prepared-statement name. */
+export interface Statements {
+  readonly list: Readonly<Record<ListShape, { readonly name: string; readonly text: string }>>;
+  readonly deletePlant: string;
+  readonly insertToken: string;
+  readonly tokenByHash: string;
+  readonly tokens: string;
+  readonly revokeToken: string;
+  readonly createMigrations: string;
+  readonly appliedMigrations: string;
+  readonly recordMigration: string;
+}
+
+function listText(p: (i: number) => string, owner: boolean, tag: boolean): string {
+  const where: string[] = [];
+  if (owner) where.push(`owner = ${p(where.length + 1)}`);
+  if (tag) where.push(`tag = ${p(where.length + 1)}`);
+  where.push(`seq > ${p(where.length + 1)}`);
+  return `SELECT seq, name, tag FROM plants WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ${p(where.length + 1)}`;
+}
+
+/** Built once per store, so each backend prepares each statement once. */
+export function statements({ param: p, timeType }: Dialect): Statements {
+  return {
+    list: {
+      all: { name: 'list_all', text: listText(p, false, false) },
+      allTag: { name: 'list_all_tag', text: listText(p, false, true) },
+      owner: { name: 'list_owner', text: listText(p, true, false) },
+      ownerTag: { name: 'list_owner_tag', text: listText(p, true, true) },
+    },
+    deletePlant: `DELETE FROM plants WHERE owner = ${p(1)} AND id = ${p(2)}`,
+    insertToken: `INSERT INTO tokens (hash, username, scopes, admin, name, created_at, expires_at)
+      VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}) RETURNING *`,
+    tokenByHash: `SELECT * FROM tokens WHERE hash = ${p(1)}`,
+    tokens: 'SELECT * FROM tokens ORDER BY id',
+    revokeToken: `UPDATE tokens SET revoked_at = ${p(1)} WHERE id = ${p(2)} AND revoked_at IS NULL`,
+    createMigrations: `CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at ${timeType} NOT NULL)`,
+    appliedMigrations: 'SELECT version FROM schema_migrations',
+    recordMigration: `INSERT INTO schema_migrations (version, name, applied_at) VALUES (${p(1)}, ${p(2)}, ${p(3)})`,
+  };
+}
+
+/**
+ * Which statement lists `query`, and its values: the owner and tag when filtered, the position, and
+ * one more plant than the page holds, which tells whether another page follows.
+ */
+export function listCall({ owner, tag, after = 0, limit }: ListQuery): [ListShape, unknown[]] {
+  return owner === null
+    ? tag === undefined ? ['all', [after, limit + 1]] : ['allTag', [tag, after, limit + 1]]
+    : tag === undefined ? ['owner', [owner, after, limit + 1]] : ['ownerTag', [owner, tag, after, limit + 1]];
+}
+
+export interface PlantRow {
+  /** A number from SQLite, a string from PostgreSQL (bigint). */
+  readonly seq: number | string;
+  readonly name: string;
+  readonly tag: string | null;
+}
+
+/** The page of `limit` plants in `rows` (read with `listCall`, so one more when more remain). */
+export function pageOf(rows: readonly PlantRow[], limit: number): PlantPage {
+  const more = rows.length > limit;
+  const count = more ? limit : rows.length;
+  const plants = new Array<ReturnType<typeof plantOfColumns>>(count);
+  for (let i = 0; i < count; i++) plants[i] = plantOfColumns(rows[i] as PlantRow);
+  return { plants, next: more ? Number((rows[limit - 1] as PlantRow).seq) : null };
+}
+
+/** The values of `statements().insertToken`, in order. */
+export function tokenValues(d: Dialect, t: NewTokenRecord, now: Date): unknown[] {
+  return [t.hash, t.user, d.scopes(t.scopes), d.flag(t.admin), t.name, d.time(now), t.expiresAt === null ? null : d.time(t.expiresAt)];
+}
+
+export interface TokenRow {
+  readonly id: number | string;
+  readonly username: string;
+  readonly scopes: unknown;
+  readonly admin: unknown;
+  readonly name: string | null;
+  readonly created_at: unknown;
+  readonly expires_at: unknown;
+  readonly revoked_at: unknown;
+}
+
+export function tokenOf(d: Dialect, row: TokenRow): TokenRecord {
+  return {
+    id: Number(row.id),
+    user: row.username,
+    scopes: d.scopesOf(row.scopes).filter(isScope),
+    admin: d.flagOf(row.admin),
+    name: row.name,
+    createdAt: d.dateOf(row.created_at),
+    expiresAt: row.expires_at === null ? null : d.dateOf(row.expires_at),
+    revokedAt: row.revoked_at === null ? null : d.dateOf(row.revoked_at),
+  };
+}
+
+/**
+ * The migrations of this backend not yet applied, in order. The caller runs them in one transaction
+ * that also holds whatever lock makes concurrent starts apply each once, after `createMigrations`, and
+ * records each with `recordMigration` and `migrationValues`.
+ */
+export function pendingMigrations(d: Dialect, applied: Iterable<number | string>): Migration[] {
+  const done = new Set([...applied].map(Number));
+  return loadMigrations(d.backend).filter((m) => !done.has(m.version));
+}
+
+export function migrationValues(d: Dialect, m: Migration, now: Date): unknown[] {
+  return [m.version, m.name, d.time(now)];
+}

@@ -24,8 +24,17 @@ export interface CliResult {
 /** A CLI command that has not ended by then is a hang (a test expecting an error got a server). */
 const CLI_HANG_MS = 60_000;
 
-export async function runCli(args: string[], env: Env = {}, cwd?: string): Promise<CliResult> {
-  const child = spawn(process.execPath, [BIN, ...args], { env: environment(env), cwd, stdio: 'pipe', timeout: CLI_HANG_MS });
+export interface RunOptions {
+  /** Past this, the process counts as hung and is killed. */
+  readonly hangMs?: number;
+  /** How it is killed then; SIGKILL for a process that may ignore SIGTERM. */
+  readonly killSignal?: NodeJS.Signals;
+}
+
+export async function runCli(
+  args: string[], env: Env = {}, cwd?: string, { hangMs = CLI_HANG_MS, killSignal = 'SIGTERM' }: RunOptions = {},
+): Promise<CliResult> {
+  const child = spawn(process.execPath, [BIN, ...args], { env: environment(env), cwd, stdio: 'pipe', timeout: hangMs, killSignal });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));

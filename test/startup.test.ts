@@ -1,30 +1,18 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { BIN, spawnServer, type CliResult } from './process.js';
+import { runCli, spawnServer, type CliResult } from './process.js';
 
 /** A start-up that fails must fail at once; one still running after this is a hang. */
 const HANG_MS = 15_000;
 
 /** Runs `plantstore serve ARGS` to its end; SIGKILL after HANG_MS (a hung process may ignore SIGTERM). */
-async function serveUntilExit(args: string[], env: Record<string, string>): Promise<CliResult> {
-  const child = spawn(process.execPath, [BIN, 'serve', ...args], {
-    env: { ...process.env, LOG_LEVEL: 'info', ...env },
-    stdio: 'pipe',
-    timeout: HANG_MS,
-    killSignal: 'SIGKILL',
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  const [code] = await once(child, 'close');
-  return { code, stdout, stderr };
+function serveUntilExit(args: string[], env: Record<string, string>): Promise<CliResult> {
+  return runCli(['serve', ...args], { LOG_LEVEL: 'info', ...env }, undefined, { hangMs: HANG_MS, killSignal: 'SIGKILL' });
 }
 
 function scratch(t: TestContext): string {

@@ -12,13 +12,11 @@ import { startProxy } from './tcp-proxy.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 
-/** An app whose every connection to PostgreSQL goes through a proxy the test controls. */
-async function appBehindProxy(t: TestContext) {
-  const db = await testDatabase(t);
-  const proxy = await startProxy(t, db.url);
-  const store = await openStore(parseDatabaseUrl(proxy.via(db.url)), {
+/** An app on its own store at `url`, both closed when the test ends. */
+async function appOn(t: TestContext, url: string, poolSize: number) {
+  const store = await openStore(parseDatabaseUrl(url), {
     logger: silentLogger,
-    poolSize: 4,
+    poolSize,
     startupTimeoutMs: 5000,
     queryTimeoutMs: TEST_QUERY_TIMEOUT_MS,
   });
@@ -27,6 +25,14 @@ async function appBehindProxy(t: TestContext) {
     await app.close();
     await store.close();
   });
+  return { app, store };
+}
+
+/** An app whose every connection to PostgreSQL goes through a proxy the test controls. */
+async function appBehindProxy(t: TestContext) {
+  const db = await testDatabase(t);
+  const proxy = await startProxy(t, db.url);
+  const { app } = await appOn(t, proxy.via(db.url), 4);
   // Tokens are issued directly, not through the proxy, as the CLI on another machine would.
   const direct = await openStore(db.config, { logger: silentLogger, poolSize: 1, startupTimeoutMs: 5000 });
   t.after(() => direct.close());
@@ -134,16 +140,9 @@ async function appOnOwnDatabase(t: TestContext) {
   const u = new URL(admin);
   u.username = role;
   u.pathname = `/${database}`;
-  const store = await openStore(parseDatabaseUrl(u.toString()), {
-    logger: silentLogger,
-    poolSize: 2,
-    startupTimeoutMs: 5000,
-    queryTimeoutMs: TEST_QUERY_TIMEOUT_MS,
-  });
-  const app = await buildApp({ store, logger: silentLogger });
+  const { app, store } = await appOn(t, u.toString(), 2);
+  // After appOn's: node:test runs t.after hooks in the order they were added, so the app is closed first.
   t.after(async () => {
-    await app.close();
-    await store.close();
     for (const name of [database, `${database}_gone`]) await adminSql(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     await adminSql(admin, `DROP ROLE IF EXISTS ${role}`);
   });

@@ -136,6 +136,29 @@ export const OPTIONS = [
   ),
   rateOption('authFailureLimit', 'AUTH_FAILURE_LIMIT', '60/minute', 'Failed authentications per client address before 429 (N/second, N/minute, N/hour, or off)'),
   rateOption('rateLimit', 'RATE_LIMIT', 'off', 'Requests per token before 429 (N/second, N/minute, N/hour, or off); shared by all instances'),
+  option(
+    'webhookAllowPrivate', 'WEBHOOK_ALLOW_PRIVATE', 'off',
+    'on: webhooks may call loopback, private, link-local and other internal addresses (local development and tests only); off refuses them at registration and at every delivery',
+    {
+      schema: Type.String({ enum: ['on', 'off'] }),
+      refusal: (value) => `WEBHOOK_ALLOW_PRIVATE must be on or off, got "${value}"`,
+      parse: (value) => value === 'on',
+    },
+  ),
+  integerOption('webhookMaxPerUser', 'WEBHOOK_MAX_PER_USER', '10', 'Webhook endpoints one user may register', 1, 10_000),
+  durationOption('webhookTimeoutMs', 'WEBHOOK_TIMEOUT', '10s', 'A webhook receiver must answer 2xx within this time, else the attempt failed'),
+  option(
+    'webhookRetryScheduleMs', 'WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,10h',
+    'Delays before each retry of a failed webhook delivery, comma-separated (each with up to 10% jitter); after the last, the event is failed',
+    {
+      schema: Type.String({ pattern: `^${DURATION.source.slice(1, -1)}(,${DURATION.source.slice(1, -1)}){0,19}$` }),
+      refusal: (value) => `WEBHOOK_RETRY_SCHEDULE must be up to 20 comma-separated durations like 5s,5m,2h, got "${value}"`,
+      parse: (value): readonly number[] => value.split(',').map((d) => parseDuration(d) as number),
+    },
+  ),
+  durationOption('webhookRetentionMs', 'WEBHOOK_RETENTION', '7d', 'Delivered and failed webhook events, and their attempts, are kept this long'),
+  integerOption('webhookConcurrency', 'WEBHOOK_CONCURRENCY', '64', 'Webhook requests in flight at once, per instance', 1, 10_000),
+  integerOption('webhookEndpointConcurrency', 'WEBHOOK_ENDPOINT_CONCURRENCY', '8', 'Webhook requests in flight to one endpoint at once, per instance', 1, 1000),
 ] as const;
 
 type Options = (typeof OPTIONS)[number];

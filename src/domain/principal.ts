@@ -1,4 +1,4 @@
-export const SCOPES = ['plants:read', 'plants:write'] as const;
+export const SCOPES = ['plants:read', 'plants:write', 'webhooks:manage'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export function isScope(value: string): value is Scope {

@@ -1,5 +1,8 @@
 import type { NewPlant, Plant } from '../domain/plant.js';
 import type { Scope } from '../domain/principal.js';
+import type {
+  AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, NewWebhookEndpoint, WebhookEndpoint,
+} from '../domain/webhook.js';
 
 /** What a create did: stored it, found the identical plant already stored, or found a different one. */
 export type CreateOutcome = 'created' | 'replayed' | 'conflict';
@@ -84,6 +87,39 @@ export interface Store {
    * wherever it is presented. Read once per handle.
    */
   cursorKey(): Promise<Buffer>;
+
+  // Webhooks (src/webhooks/). A create that stores a plant also queues, in the same transaction, one
+  // event per endpoint that receives it (not disabled; its user's, or registered for all users): the
+  // transactional outbox. A replay, a conflict and a failed create queue nothing.
+
+  /**
+   * `listener` is called after a commit that queued at least one event (in this process), so that the
+   * dispatcher need not wait for its next poll. One listener per store; a later call replaces it.
+   */
+  onEventsQueued(listener: () => void): void;
+  /** Stores the endpoint unless its user already has `maxPerUser` of them (then 'limit'), atomically. */
+  createWebhook(endpoint: NewWebhookEndpoint, maxPerUser: number): Promise<WebhookEndpoint | 'limit'>;
+  /** Endpoints in creation order: of `user`, or every user's when null. Never their secrets. */
+  listWebhooks(user: string | null): Promise<WebhookEndpoint[]>;
+  /**
+   * Removes the endpoint (of `user`, or anyone's when null) with its queued events and its attempts:
+   * no attempt starts after this resolves. False when there is none.
+   */
+  deleteWebhook(id: string, user: string | null): Promise<boolean>;
+  /** The endpoint's latest attempts, newest first; null when it does not exist (or is not `user`'s, when given). */
+  listDeliveryAttempts(endpointId: string, user: string | null, limit: number): Promise<DeliveryAttempt[] | null>;
+  /**
+   * Claims due events (pending, next attempt due, no live claim), oldest due first, for one attempt each:
+   * the attempt count goes up and the event is not due again until the lease ends. On PostgreSQL, every
+   * instance claims with FOR UPDATE SKIP LOCKED, so an event is claimed by one instance at a time.
+   */
+  claimDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]>;
+  /** Records attempts made under this instance's claims, in one transaction (see AttemptResult). */
+  recordAttempts(instance: string, results: readonly AttemptResult[]): Promise<void>;
+  /** Gives claims back unattempted (shutdown): due now, attempt count as before the claim. */
+  releaseDeliveries(instance: string, deliveries: readonly ClaimedDelivery[]): Promise<void>;
+  /** Removes delivered and failed events, and attempts, older than `before`; returns the events removed. */
+  sweepWebhooks(before: Date): Promise<number>;
 
   /** Resolves when the store can serve requests. */
   ping(): Promise<void>;

@@ -1,0 +1,117 @@
+import { randomBytes } from 'node:crypto';
+import type { NewPlant } from './plant.js';
+
+/** A subscriber's URL, as registered (POST /webhooks or `plantstore webhook add`). */
+export interface WebhookEndpoint {
+  /** Opaque: `ep_` + 22 base64url characters (128 random bits). */
+  readonly id: string;
+  /** The user whose token (or --user) registered it. */
+  readonly user: string;
+  /** Registered with an admin token (or `--all`): receives every user's new plants, else its user's only. */
+  readonly allUsers: boolean;
+  readonly url: string;
+  readonly description: string | null;
+  readonly createdAt: Date;
+  /** Set when a receiver answered 410 Gone: nothing more is queued for it or sent to it. */
+  readonly disabledAt: Date | null;
+  readonly disabledReason: string | null;
+}
+
+export interface NewWebhookEndpoint {
+  readonly id: string;
+  readonly user: string;
+  readonly allUsers: boolean;
+  readonly url: string;
+  readonly description: string | null;
+  /** The Standard Webhooks secret, `whsec_` + base64. Stored as it is: signing needs it (see README). */
+  readonly secret: string;
+}
+
+/** An event's state after one attempt: retried later, delivered, or given up. */
+export type DeliveryState = 'pending' | 'delivered' | 'failed';
+
+/** One attempt to deliver one event to one endpoint, as `GET /webhooks/{id}/deliveries` shows it. */
+export interface DeliveryAttempt {
+  /** The `webhook-id` header: the same on every attempt of one event to one endpoint. */
+  readonly eventId: string;
+  readonly plantId: bigint;
+  /** 1 for the first attempt. */
+  readonly attempt: number;
+  /** The receiver's HTTP status, or null when none came (refused, timed out, destination not allowed). */
+  readonly status: number | null;
+  /** Short text when the attempt failed, else null. */
+  readonly error: string | null;
+  readonly at: Date;
+  /** The event's state after this attempt. */
+  readonly state: DeliveryState;
+  /** When `state` is pending: when the next attempt is due. */
+  readonly nextAttemptAt: Date | null;
+}
+
+/** An event claimed by this instance for one attempt: it holds a lease until `leaseMs` after the claim. */
+export interface ClaimedDelivery {
+  /** The store's row key of the event (a delivery). */
+  readonly seq: number;
+  readonly eventId: string;
+  readonly endpointId: string;
+  readonly url: string;
+  readonly secret: string;
+  readonly plantId: bigint;
+  /** The exact request body (see `webhookBody`). */
+  readonly body: string;
+  /** This attempt's number, 1 for the first. */
+  readonly attempt: number;
+}
+
+export interface ClaimRequest {
+  /** This instance's id: its claims are the ones it may release or record. */
+  readonly instance: string;
+  /** At most this many events in all. */
+  readonly limit: number;
+  /** At most this many events of one endpoint. */
+  readonly perEndpoint: number;
+  /** Endpoints to skip: this instance already has as many of their events in flight as it allows. */
+  readonly busy: readonly string[];
+  /** The claim expires this long after it is made; an expired claim is due again (its instance died). */
+  readonly leaseMs: number;
+}
+
+/**
+ * How one attempt ended:
+ * - delivered: a 2xx; the event is done.
+ * - retry: failed; try again `retryInMs` from now.
+ * - failed: failed, and the schedule is exhausted; the event is given up.
+ * - gone: the receiver answered 410; the event is given up, the endpoint disabled, and its other pending
+ *   events given up too.
+ */
+export interface AttemptResult {
+  readonly delivery: ClaimedDelivery;
+  readonly outcome: 'delivered' | 'retry' | 'failed' | 'gone';
+  readonly status: number | null;
+  readonly error: string | null;
+  /** When the attempt was made (the request sent). */
+  readonly at: Date;
+  /** For `retry`: the delay until the next attempt. */
+  readonly retryInMs: number | null;
+}
+
+/** What every endpoint id starts with, so that one is recognisable in logs and support requests. */
+export const ENDPOINT_ID_PREFIX = 'ep_';
+
+export function newEndpointId(): string {
+  return ENDPOINT_ID_PREFIX + randomBytes(16).toString('base64url');
+}
+
+/** A Standard Webhooks secret: `whsec_` and the base64 of 32 random bytes (the spec asks for 24 to 64). */
+export function newWebhookSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+/**
+ * The event's body: the NewPlant as stored, `{"id":…,"name":…}` or with `"tag"` after the name, compact,
+ * the id's exact digits, strings escaped as JSON.stringify escapes them. Every backend stores exactly this.
+ */
+export function webhookBody(plant: NewPlant): string {
+  const tag = plant.tag === undefined ? '' : `,"tag":${JSON.stringify(plant.tag)}`;
+  return `{"id":${plant.id.toString()},"name":${JSON.stringify(plant.name)}${tag}}`;
+}

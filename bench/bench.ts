@@ -1,4 +1,4 @@
-// npm run bench [-- --postgres postgres://…] [--rounds 3] [--duration 8] [--baseline DIR]
+// npm run bench [-- --postgres postgres://…] [--rounds 3] [--duration 8] [--baseline DIR] [--webhooks-only]
 //
 // Loads each system on loopback with wrk and prints one table: requests/s, p50 and p99 latency, the
 // server's CPU time per request, the ratio to the reference, and plantstore's peak RSS. --baseline DIR
@@ -10,8 +10,8 @@ import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { BENCH_USER, dropPostgresSchema, seedPostgres, seedSqlite, USERS, writeJsonServerDb } from './seed.js';
-import { peakRssMb, resetPeakRss, startBare, startJsonServer, startPlantstore, type System } from './systems.js';
+import { BENCH_USER, dropPostgresSchema, registerWebhook, seedPostgres, seedSqlite, USERS, writeJsonServerDb } from './seed.js';
+import { peakRssMb, resetPeakRss, startBare, startJsonServer, startPlantstore, startReceiver, type System } from './systems.js';
 import { cpuMicros, ensureWrk, wrk } from './wrk.js';
 
 const { values: args } = parseArgs({
@@ -21,6 +21,8 @@ const { values: args } = parseArgs({
     duration: { type: 'string', default: '8' },
     connections: { type: 'string', default: '64' },
     baseline: { type: 'string' },
+    // Runs scenario 4 (webhooks) only: a quicker check of the delivery path.
+    'webhooks-only': { type: 'boolean', default: false },
   },
 });
 const ROUNDS = Number(args.rounds);
@@ -81,6 +83,79 @@ async function scenario(title: string, targets: Target[]): Promise<void> {
     process.stderr.write(`  round ${round + 1}: ${line.join(', ')} req/s\n`);
   }
   for (const t of targets) if (t.system.name.startsWith('plantstore')) t.rssMb = peakRssMb(t.system.pid);
+}
+
+type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+
+interface WebhookRound {
+  /** Deliveries received while the creates ran, per second of load. */
+  duringLoad: number;
+  /** Deliveries per second from the end of the load until every acknowledged create was delivered. */
+  drain: number;
+  /** Deliveries per second over load and drain together: what the dispatcher sustains. */
+  overall: number;
+  drained: boolean;
+}
+
+/** Waits until the receiver has seen `expected` distinct events (or `timeoutMs` passed); returns when it stopped waiting. */
+async function untilDelivered(receiver: Receiver, expected: number, timeoutMs: number): Promise<{ unique: number; received: number; ms: number }> {
+  const started = performance.now();
+  for (;;) {
+    const stats = await receiver.stats();
+    const ms = performance.now() - started;
+    if (stats.unique >= expected || ms > timeoutMs) return { ...stats, ms };
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/**
+ * Scenario 4: creates with one webhook endpoint registered (receiver on loopback answering 200 at once)
+ * against the same server without one. After each load of the webhook server the bench waits for its
+ * backlog to drain, so that the deliveries never run during the other server's turn (which would slow
+ * the reference and flatter the ratio), and measures the delivery rate on the way.
+ */
+async function webhookScenario(title: string, plain: Target, hooked: Target, receiver: Receiver): Promise<WebhookRound[]> {
+  process.stderr.write(`${title}\n`);
+  const rounds: WebhookRound[] = [];
+  const drainTimeoutMs = 180_000;
+  const loadHooked = async (seconds: number, warmup: boolean) => {
+    const before = await receiver.stats();
+    const started = performance.now();
+    await load(hooked, seconds, warmup);
+    const loadMs = performance.now() - started;
+    const after = await receiver.stats();
+    const end = await untilDelivered(receiver, hooked.acknowledged.length, drainTimeoutMs);
+    const created = hooked.acknowledged.length - before.unique;
+    const round = {
+      duringLoad: ((after.unique - before.unique) * 1000) / loadMs,
+      drain: end.ms > 0 ? ((end.unique - after.unique) * 1000) / end.ms : Infinity,
+      overall: (created * 1000) / (loadMs + end.ms),
+      drained: end.unique >= hooked.acknowledged.length,
+    };
+    if (!warmup) rounds.push(round);
+    return round;
+  };
+  await load(plain, WARMUP_S, true);
+  await loadHooked(WARMUP_S, true);
+  for (let round = 0; round < ROUNDS; round++) {
+    await load(plain, DURATION_S);
+    const r = await loadHooked(DURATION_S, false);
+    process.stderr.write(`  round ${round + 1}: ${plain.system.name} ${Math.round(plain.results.at(-1)?.rps ?? 0)}, ` +
+      `${hooked.system.name} ${Math.round(hooked.results.at(-1)?.rps ?? 0)} req/s; deliveries ${Math.round(r.duringLoad)}/s during the load, ` +
+      `${Math.round(r.drain)}/s draining${r.drained ? '' : ' (NOT DRAINED)'}\n`);
+  }
+  return rounds;
+}
+
+function webhookSummary(name: string, rounds: WebhookRound[], hooked: Target, stats: { received: number; unique: number }): string {
+  const acknowledged = hooked.acknowledged.length;
+  const overall = median(rounds.map((r) => r.overall));
+  return `webhooks (${name}): deliveries ${Math.round(median(rounds.map((r) => r.duringLoad))).toLocaleString('en-US')}/s during the creates, ` +
+    `${Math.round(median(rounds.map((r) => r.drain))).toLocaleString('en-US')}/s draining the backlog, ` +
+    `${Math.round(overall).toLocaleString('en-US')}/s over load and drain (goal ≥ 2,000 on SQLite: ${overall >= 2000 ? 'met' : 'MISSED'}); ` +
+    `${acknowledged.toLocaleString('en-US')} creates answered 200, ${stats.unique.toLocaleString('en-US')} distinct events delivered` +
+    `${stats.unique >= acknowledged ? ' (every one)' : ': MISSING SOME'}, ${(stats.received - stats.unique).toLocaleString('en-US')} duplicates` +
+    `${rounds.every((r) => r.drained) ? '' : '; a backlog did NOT drain within 3 minutes'}`;
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -157,14 +232,15 @@ async function main(): Promise<void> {
     const small = join(dir, 'small.db');
     const large = join(dir, 'large.db');
     const smallToken = await seedSqlite(small, SMALL);
-    const largeToken = await seedSqlite(large, LARGE);
+    const only4 = args['webhooks-only'];
+    const largeToken = only4 ? '' : await seedSqlite(large, LARGE);
     // One server per SQLite store: every other server gets a copy (same plants, same token).
-    for (const copy of ['nocache', 's3', 's3-nocache', 'baseline']) copyFileSync(small, `${small}.${copy}`);
-    copyFileSync(large, `${large}.nocache`);
+    for (const copy of ['nocache', 's3', 's3-nocache', 'baseline', 'wh0', 'wh1']) copyFileSync(small, `${small}.${copy}`);
+    if (!only4) copyFileSync(large, `${large}.nocache`);
     writeJsonServerDb(join(dir, 'json-server.json'), SMALL);
     let pgSmall: { url: string; token: string } | undefined;
     let pgLarge: { url: string; token: string } | undefined;
-    if (postgresUrl) {
+    if (postgresUrl && !only4) {
       const tag = Math.random().toString(16).slice(2, 8);
       schemas.push(`bench_small_${tag}`, `bench_large_${tag}`);
       pgSmall = await seedPostgres(postgresUrl, `bench_small_${tag}`, SMALL);
@@ -207,6 +283,69 @@ async function main(): Promise<void> {
 
     const target = (system: System, kind: Kind, token?: string, path = kind === 'list' ? listPath : '/plants'): Target =>
       ({ system, kind, path, headers: token ? auth(token) : {}, acknowledged: [], results: [] });
+
+    // Scenario 4 first, on processes of its own: webhooks. Each pair of servers has stores of its own
+    // (copies of the small store; fresh PostgreSQL schemas), the second with one endpoint registered.
+    const receiver = await start(startReceiver());
+    const s4 = '4. POST /plants, one webhook endpoint vs none';
+    const hookedEnv = { WEBHOOK_ALLOW_PRIVATE: 'on' };
+    await registerWebhook(`sqlite:${small}.wh1`, `${receiver.url}/hook`);
+    const whSqlite = {
+      plain: target(await start(startPlantstore('plantstore sqlite, no webhook', `sqlite:${small}.wh0`, log('wh0'), hookedEnv)), 'create', smallToken),
+      hooked: target(await start(startPlantstore('plantstore sqlite, 1 webhook', `sqlite:${small}.wh1`, log('wh1'), hookedEnv)), 'create', smallToken),
+    };
+    const rows4: Row[] = [];
+    const summaries: string[] = [];
+    let received = { received: 0, unique: 0 };
+    const sqliteRounds = await webhookScenario(s4, whSqlite.plain, whSqlite.hooked, receiver);
+    received = await receiver.stats();
+    summaries.push(webhookSummary('sqlite', sqliteRounds, whSqlite.hooked, received));
+    rows4.push(
+      { scenario: s4, target: whSqlite.plain },
+      { scenario: '', target: whSqlite.hooked, reference: whSqlite.plain, referenceName: 'none', goal: 0.9 },
+    );
+    await whSqlite.plain.system.stop();
+    await whSqlite.hooked.system.stop();
+    if (postgresUrl) {
+      const tag = Math.random().toString(16).slice(2, 8);
+      schemas.push(`bench_wh0_${tag}`, `bench_wh1_${tag}`);
+      const pg0 = await seedPostgres(postgresUrl, `bench_wh0_${tag}`, SMALL);
+      const pg1 = await seedPostgres(postgresUrl, `bench_wh1_${tag}`, SMALL);
+      await registerWebhook(pg1.url, `${receiver.url}/hook`);
+      const whPostgres = {
+        plain: target(await start(startPlantstore('plantstore postgres, no webhook', pg0.url, log('pg-wh0'), hookedEnv)), 'create', pg0.token),
+        hooked: target(await start(startPlantstore('plantstore postgres, 1 webhook', pg1.url, log('pg-wh1'), hookedEnv)), 'create', pg1.token),
+      };
+      const before = received;
+      // The receiver counts across both backends: the PostgreSQL server's events are those after SQLite's.
+      const offset = { received: before.received, unique: before.unique };
+      const pgReceiver: Receiver = {
+        ...receiver,
+        stats: async () => {
+          const now = await receiver.stats();
+          return { received: now.received - offset.received, unique: now.unique - offset.unique };
+        },
+      };
+      const pgRounds = await webhookScenario(s4, whPostgres.plain, whPostgres.hooked, pgReceiver);
+      summaries.push(webhookSummary('postgres', pgRounds, whPostgres.hooked, await pgReceiver.stats()));
+      rows4.push(
+        { scenario: '', target: whPostgres.plain },
+        { scenario: '', target: whPostgres.hooked, reference: whPostgres.plain, referenceName: 'none', goal: 0.9 },
+      );
+      await whPostgres.plain.system.stop();
+      await whPostgres.hooked.system.stop();
+    }
+    const printWebhooks = () => {
+      printTable(rows4);
+      console.log();
+      for (const line of summaries) console.log(line);
+    };
+    if (only4) {
+      console.log();
+      printWebhooks();
+      console.log(`finished in ${Math.round((Date.now() - started) / 1000)} s`);
+      return;
+    }
 
     const rows: Record<1 | 2 | 3, Row[]> = { 1: [], 2: [], 3: [] };
     const s1 = '1. GET /plants?limit=20, 10k plants';
@@ -292,6 +431,8 @@ async function main(): Promise<void> {
 
     console.log();
     printTable([...rows[1], ...rows[2], ...rows[3]]);
+    console.log();
+    printWebhooks();
     console.log();
     const checks: Array<[string, Target, string]> = [['sqlite', create.sqlite, `sqlite:${small}`]];
     if (create.postgres && pgSmall) checks.push(['postgres', create.postgres, pgSmall.url]);

@@ -4,6 +4,7 @@ import pg from 'pg';
 import { parseDatabaseUrl } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import { openStore } from '../src/store/open.js';
+import { newEndpointId, newWebhookSecret } from '../src/domain/webhook.js';
 import { issueToken } from '../src/tokens.js';
 
 export const USERS = 20;
@@ -85,4 +86,18 @@ export function writeJsonServerDb(path: string, plants: number): void {
     return tag === null ? p : { ...p, tag };
   });
   writeFileSync(path, JSON.stringify({ plants: rows }));
+}
+
+/** Registers one webhook endpoint of the bench user, receiving its new plants, as POST /webhooks would. */
+export async function registerWebhook(databaseUrl: string, url: string): Promise<void> {
+  const store = await openStore(parseDatabaseUrl(databaseUrl), { logger: createLogger('silent'), poolSize: 1, startupTimeoutMs: 5000 });
+  try {
+    const made = await store.createWebhook(
+      { id: newEndpointId(), user: BENCH_USER, allUsers: false, url, description: 'bench', secret: newWebhookSecret() },
+      10,
+    );
+    if (made === 'limit') throw new Error('webhook limit reached while seeding');
+  } finally {
+    await store.close();
+  }
 }

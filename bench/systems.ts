@@ -82,6 +82,16 @@ export async function startBare(responses: object): Promise<System> {
   return { name: 'bare node:http', url: `http://127.0.0.1:${match[1]}`, pid: child.pid as number, stop: stopper(child) };
 }
 
+/** The webhook receiver (bench/receiver.mjs): 200 to every delivery; `stats()` counts them. */
+export async function startReceiver(): Promise<System & { stats(): Promise<{ received: number; unique: number }> }> {
+  const { child, match } = await spawnUntil('receiver', [root('bench/receiver.mjs')], {}, /\{"port":(\d+)\}/);
+  const url = `http://127.0.0.1:${match[1]}`;
+  return {
+    name: 'webhook receiver', url, pid: child.pid as number, stop: stopper(child),
+    stats: async () => (await fetch(`${url}/stats`)).json() as Promise<{ received: number; unique: number }>,
+  };
+}
+
 /** json-server 0.17, the mock users pick today, serving `dbFile`, request logging off. */
 export async function startJsonServer(dbFile: string): Promise<System> {
   // json-server cannot report a port the system picked, so one is picked here.

@@ -4,9 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import { plantOf, plantOfColumns, samePlant, type NewPlant } from '../domain/plant.js';
-import {
-  webhookBody,
-  type AttemptResult, type ClaimedDelivery, type ClaimRequest, type DeliveryAttempt, type NewWebhookEndpoint, type WebhookEndpoint,
+import type {
+  AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, NewWebhookEndpoint, WebhookEndpoint,
 } from '../domain/webhook.js';
 import { MemoryRateCounter } from './rate-counter.js';
 import {
@@ -260,7 +259,7 @@ class SqliteStore implements CacheableStore {
     return this.#writes.add(() => {
       if (this.#insertPlant.run(owner, plant.id, plant.name, plant.tag ?? null).changes === 1) {
         // The outbox, in the same transaction: the events commit with the plant or not at all.
-        if (this.#webhooks.queueEvents(owner, plant.id, webhookBody(plant), Date.now())) this.#eventsQueued = true;
+        if (this.#webhooks.queueEvents(owner, plant)) this.#eventsQueued = true;
         return 'created';
       }
       // Same transaction as the insert, so the row that conflicted is still there.

@@ -258,8 +258,7 @@ class SqliteStore implements CacheableStore {
   createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome> {
     return this.#writes.add(() => {
       if (this.#insertPlant.run(owner, plant.id, plant.name, plant.tag ?? null).changes === 1) {
-        // The outbox, in the same transaction: the events commit with the plant or not at all.
-        if (this.#webhooks.queueEvents(owner, plant)) this.#eventsQueued = true;
+        this.#queueEvents(owner, plant);
         return 'created';
       }
       // Same transaction as the insert, so the row that conflicted is still there.
@@ -267,6 +266,20 @@ class SqliteStore implements CacheableStore {
       if (!stored) throw new Error('conflicting plant row not found');
       return samePlant(plantOfColumns(stored), plantOf(plant)) ? 'replayed' : 'conflict';
     });
+  }
+
+  /**
+   * The outbox, in the create's transaction: the events commit with the plant or not at all. A failed
+   * statement rolls back only itself while the batch commits (see WriteQueue), so when queueing fails the
+   * plant just inserted is removed again before the create fails.
+   */
+  #queueEvents(owner: string, plant: NewPlant): void {
+    try {
+      if (this.#webhooks.queueEvents(owner, plant)) this.#eventsQueued = true;
+    } catch (error) {
+      if (this.#db.inTransaction) this.#deletePlant.run(owner, plant.id);
+      throw error;
+    }
   }
 
   async listPlants(query: ListQuery): Promise<PlantPage> {

@@ -119,16 +119,17 @@ export class SqliteWebhooks {
        FROM webhook_attempts WHERE endpoint_id = ? ORDER BY seq DESC LIMIT ?`,
     );
     // Due: pending, its time come (a live claim's time is its lease's end), its endpoint enabled and not
-    // busy here; then at most perEndpoint per endpoint and limit in all, oldest due first.
+    // busy here. Each endpoint's first perEndpoint due events come from the index (endpoint, due time),
+    // so a claim reads at most perEndpoint events per endpoint, not a backlog; then the oldest due first.
     this.#due = db.prepare(
-      `SELECT seq, event_id, endpoint_id, url, secret, plant_id, body, attempts FROM (
-         SELECT d.seq, d.event_id, d.endpoint_id, e.url, e.secret, CAST(d.plant_id AS TEXT) AS plant_id, d.body,
-                d.attempts, d.next_attempt_at,
-                row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.seq) AS n
-         FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-         WHERE d.state = 'pending' AND d.next_attempt_at <= @now AND e.disabled_at IS NULL
-           AND d.endpoint_id NOT IN (SELECT value FROM json_each(@busy))
-       ) WHERE n <= @perEndpoint ORDER BY next_attempt_at, seq LIMIT @limit`,
+      `SELECT d.seq, d.event_id, d.endpoint_id, e.url, e.secret, CAST(d.plant_id AS TEXT) AS plant_id, d.body, d.attempts
+       FROM webhook_endpoints e JOIN webhook_deliveries d ON d.seq IN (
+         SELECT x.seq FROM webhook_deliveries x
+         WHERE x.endpoint_id = e.id AND x.state = 'pending' AND x.next_attempt_at <= @now
+         ORDER BY x.next_attempt_at, x.seq LIMIT @perEndpoint
+       )
+       WHERE e.disabled_at IS NULL AND e.id NOT IN (SELECT value FROM json_each(@busy))
+       ORDER BY d.next_attempt_at, d.seq LIMIT @limit`,
     );
     this.#lease = db.prepare('UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ?, leased_by = ? WHERE seq = ?');
     // Only under this instance's live claim of this attempt: a result that comes back after the lease

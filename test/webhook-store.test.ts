@@ -171,6 +171,18 @@ test('claims take the oldest due first, at most perEndpoint per endpoint and lim
   assert.ok(b);
 });
 
+test('one endpoint’s backlog of due events does not hold back another endpoint’s', async (t) => {
+  const { store } = await setup(t);
+  await addWebhook(store, 'alice');
+  const b = await addWebhook(store, 'bob');
+  // Older than bob's event, all due now: more than any fixed window of the oldest due events.
+  await Promise.all(Array.from({ length: 600 }, (_, i) => store.createPlant('alice', { id: BigInt(i), name: `a${i}` })));
+  await store.createPlant('bob', { id: 1n, name: 'b' });
+  const claimed = await claim(store, { limit: 10, perEndpoint: 2 });
+  assert.equal(claimed.length, 3);
+  assert.deepEqual(claimed.filter((d) => d.endpointId === b.id).map((d) => d.body), ['{"id":1,"name":"b"}']);
+});
+
 test('recordAttempts: delivered, retry, failed, each with its attempt row, newest first', async (t) => {
   const { store } = await setup(t);
   const ep = await addWebhook(store, 'alice');

@@ -509,21 +509,20 @@ class PostgresStore implements Store {
     return rows.map(endpointOf);
   }
 
-  /** One statement: the endpoint, its events and its attempts go together. */
+  /**
+   * One transaction, the endpoint first: its row lock makes a `recordAttempts` of its events that is
+   * under way finish first, and the statements after it then see (and remove) what that one recorded.
+   */
   async deleteWebhook(id: string, user: string | null): Promise<boolean> {
-    const { rows } = await this.#query<{ n: number }>(
-      'webhook_delete',
-      `WITH ep AS (
-         DELETE FROM webhook_endpoints WHERE id = $1 AND ($2::text IS NULL OR username = $2) RETURNING id
-       ), d AS (
-         DELETE FROM webhook_deliveries WHERE endpoint_id IN (SELECT id FROM ep)
-       ), a AS (
-         DELETE FROM webhook_attempts WHERE endpoint_id IN (SELECT id FROM ep)
-       )
-       SELECT count(*)::int AS n FROM ep`,
-      [id, user],
-    );
-    return (rows[0]?.n ?? 0) > 0;
+    return this.#transaction(async (query) => {
+      const { rowCount } = await query(
+        'webhook_delete', 'DELETE FROM webhook_endpoints WHERE id = $1 AND ($2::text IS NULL OR username = $2)', [id, user],
+      );
+      if (rowCount !== 1) return false;
+      await query('webhook_delete_deliveries', 'DELETE FROM webhook_deliveries WHERE endpoint_id = $1', [id]);
+      await query('webhook_delete_attempts', 'DELETE FROM webhook_attempts WHERE endpoint_id = $1', [id]);
+      return true;
+    });
   }
 
   async listDeliveryAttempts(endpointId: string, user: string | null, limit: number): Promise<DeliveryAttempt[] | null> {
@@ -615,6 +614,14 @@ class PostgresStore implements Store {
     const seqs = col((r) => r.delivery.seq);
     const attempts = col((r) => r.delivery.attempt);
     await this.#transaction(async (query) => {
+      // Holds off a delete of these endpoints until this commits (see deleteWebhook), so no attempt is
+      // recorded for an endpoint that is gone.
+      await query(
+        'webhook_record_lock',
+        `SELECT 1 FROM webhook_endpoints
+         WHERE id IN (SELECT endpoint_id FROM webhook_deliveries WHERE seq = ANY($1::bigint[])) FOR KEY SHARE`,
+        [seqs],
+      );
       const { rows: gone } = await query<{ endpoint_id: string }>(
         'webhook_record_update',
         `UPDATE webhook_deliveries d

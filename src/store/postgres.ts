@@ -174,10 +174,6 @@ interface PendingCreate {
  */
 const BODY_SQL = `'{"id":' || ins.id || ',"name":' || to_json(ins.name)::text || coalesce(',"tag":' || to_json(ins.tag)::text, '') || '}'`;
 
-/** Rows an instance's claim looks at (and locks for the moment of the claim) per event it may take. */
-const CLAIM_SCAN_FACTOR = 8;
-const CLAIM_SCAN_MIN = 256;
-
 const ENDPOINT_COLUMNS = 'id, username, all_users, url, description, created_at, disabled_at, disabled_reason';
 
 interface EndpointRow {
@@ -560,32 +556,31 @@ class PostgresStore implements Store {
    */
   async claimDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]> {
     if (request.limit <= 0 || request.perEndpoint <= 0) return [];
-    const scan = Math.max(request.limit * CLAIM_SCAN_FACTOR, CLAIM_SCAN_MIN);
     const { rows } = await this.#query<{
       seq: string; event_id: string; endpoint_id: string; url: string; secret: string; plant_id: string;
       body: string; attempts: number;
     }>(
       'webhook_claim',
-      `WITH due AS (
-         SELECT seq, endpoint_id, next_attempt_at FROM webhook_deliveries
-         WHERE state = 'pending' AND next_attempt_at <= now() AND endpoint_id <> ALL($2::text[])
-         ORDER BY next_attempt_at, seq LIMIT $5
-         FOR UPDATE SKIP LOCKED
-       ), ranked AS (
-         SELECT seq, endpoint_id, next_attempt_at,
-                row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, seq) AS n
-         FROM due
-       ), picked AS (
-         SELECT r.seq FROM ranked r
-         JOIN webhook_endpoints e ON e.id = r.endpoint_id AND e.disabled_at IS NULL
-         WHERE r.n <= $3 ORDER BY r.next_attempt_at, r.seq LIMIT $4
+      // Per endpoint, its oldest due events (an index range of webhook_deliveries_due each), so that one
+      // endpoint's backlog cannot hide the others' events from the claim. Rows locked here but not picked
+      // by the outer LIMIT are unlocked when the statement ends.
+      `WITH picked AS (
+         SELECT d.seq, d.next_attempt_at FROM webhook_endpoints e
+         CROSS JOIN LATERAL (
+           SELECT seq, next_attempt_at FROM webhook_deliveries
+           WHERE endpoint_id = e.id AND state = 'pending' AND next_attempt_at <= now()
+           ORDER BY next_attempt_at, seq LIMIT $3
+           FOR UPDATE SKIP LOCKED
+         ) d
+         WHERE e.disabled_at IS NULL AND e.id <> ALL($2::text[])
+         ORDER BY d.next_attempt_at, d.seq LIMIT $4
        )
        UPDATE webhook_deliveries d
-       SET attempts = d.attempts + 1, next_attempt_at = now() + $6::float8 * interval '1 millisecond', leased_by = $1
+       SET attempts = d.attempts + 1, next_attempt_at = now() + $5::float8 * interval '1 millisecond', leased_by = $1
        FROM picked p, webhook_endpoints e
        WHERE d.seq = p.seq AND e.id = d.endpoint_id
        RETURNING d.seq, d.event_id, d.endpoint_id, e.url, e.secret, d.plant_id, d.body, d.attempts`,
-      [request.instance, request.busy, request.perEndpoint, request.limit, scan, request.leaseMs],
+      [request.instance, request.busy, request.perEndpoint, request.limit, request.leaseMs],
     );
     return rows
       .map((r) => ({

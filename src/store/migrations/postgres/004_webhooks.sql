@@ -27,7 +27,8 @@ CREATE TABLE webhook_deliveries (
   created_at      timestamptz NOT NULL DEFAULT now(),
   finished_at     timestamptz                  -- delivered or failed at
 );
-CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
+-- A claim reads each endpoint's oldest due events: one range of this index per endpoint.
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (endpoint_id, next_attempt_at, seq) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id);
 CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at) WHERE state <> 'pending';
 

@@ -1,14 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Principal } from '../domain/principal.js';
-import { ENDPOINT_ID_PREFIX, type DeliveryAttempt, type WebhookEndpoint } from '../domain/webhook.js';
+import { ENDPOINT_ID_PREFIX } from '../domain/webhook.js';
 import type { Store } from '../store/store.js';
 import { registerWebhook, WebhookRequestError, type WebhookSettings } from '../webhooks/register.js';
 import { requireScope, type AuthSteps } from './auth.js';
 import { ApiError, ERRORS, type ErrorRow } from './errors.js';
 import { AUTHENTICATION_ERRORS } from './plants.js';
 import { errorResponses, ref, SECURITY } from './schemas.js';
-import type { CreatedWebhook, NewWebhookBody, WebhookDeliveryView, WebhookView } from './webhook-schemas.js';
+import type { CreatedWebhook, NewWebhookBody } from './webhook-schemas.js';
+import { deliveryView, webhookView } from '../webhooks/views.js';
 
 const DELIVERIES_DEFAULT = 50;
 const DELIVERIES_MAX = 1000;
@@ -46,34 +47,6 @@ function refusal(error: WebhookRequestError): ApiError {
  * a dead receiver); unlike plants, which an admin lists but deletes only its own.
  */
 const ownerOf = (principal: Principal): string | null => (principal.admin ? null : principal.user);
-
-function webhookView(endpoint: WebhookEndpoint): WebhookView {
-  const view: WebhookView = {
-    id: endpoint.id,
-    user: endpoint.user,
-    allUsers: endpoint.allUsers,
-    url: endpoint.url,
-    createdAt: endpoint.createdAt.toISOString(),
-  };
-  if (endpoint.description !== null) view.description = endpoint.description;
-  if (endpoint.disabledAt !== null) view.disabledAt = endpoint.disabledAt.toISOString();
-  if (endpoint.disabledReason !== null) view.disabledReason = endpoint.disabledReason;
-  return view;
-}
-
-export function deliveryView(attempt: DeliveryAttempt): WebhookDeliveryView {
-  const view: WebhookDeliveryView = {
-    eventId: attempt.eventId,
-    plantId: attempt.plantId,
-    attempt: attempt.attempt,
-    status: attempt.status,
-    at: attempt.at.toISOString(),
-    state: attempt.state,
-  };
-  if (attempt.error !== null) view.error = attempt.error;
-  if (attempt.state === 'pending' && attempt.nextAttemptAt !== null) view.nextAttemptAt = attempt.nextAttemptAt.toISOString();
-  return view;
-}
 
 export interface WebhookRoutesOptions {
   readonly store: Store;

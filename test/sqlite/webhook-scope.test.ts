@@ -36,8 +36,12 @@ test('a token made before webhooks existed keeps its scopes through migration 00
 
   assert.deepEqual((await store.listTokens())[0]?.scopes, ['plants:read', 'plants:write']);
   assert.equal((await app.inject({ method: 'GET', url: '/plants', headers: bearer(secret) })).statusCode, 200);
-  for (const [method, url] of [['GET', '/webhooks'], ['POST', '/webhooks']] as const) {
-    const res = await app.inject({ method, url, headers: { ...bearer(secret), 'content-type': 'application/json' }, payload: method === 'POST' ? '{"url":"https://a.example/"}' : undefined });
+  const json = { ...bearer(secret), 'content-type': 'application/json' };
+  for (const request of [
+    { method: 'GET', url: '/webhooks', headers: bearer(secret) },
+    { method: 'POST', url: '/webhooks', headers: json, payload: '{"url":"https://a.example/"}' },
+  ] as const) {
+    const res = await app.inject(request);
     assert.equal(res.statusCode, 403, res.body);
     assert.equal(res.json().error, 40300);
   }

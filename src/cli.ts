@@ -268,7 +268,6 @@ async function tokenRevoke(args: string[]): Promise<void> {
  * would, so that one endpoint stays one line.
  */
 function cell(text: string): string {
-  // eslint-disable-next-line no-control-regex
   return /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(text) ? JSON.stringify(text).slice(1, -1) : text;
 }
 

@@ -4,12 +4,12 @@ import type { Principal } from '../domain/principal.js';
 import { ENDPOINT_ID_PREFIX } from '../domain/webhook.js';
 import type { Store } from '../store/store.js';
 import { registerWebhook, WebhookRequestError, type WebhookSettings } from '../webhooks/register.js';
+import { deliveryView, webhookView } from '../webhooks/views.js';
 import { requireScope, type AuthSteps } from './auth.js';
 import { ApiError, ERRORS, type ErrorRow } from './errors.js';
 import { AUTHENTICATION_ERRORS } from './plants.js';
 import { errorResponses, ref, SECURITY } from './schemas.js';
 import type { CreatedWebhook, NewWebhookBody } from './webhook-schemas.js';
-import { deliveryView, webhookView } from '../webhooks/views.js';
 
 const DELIVERIES_DEFAULT = 50;
 const DELIVERIES_MAX = 1000;
@@ -86,13 +86,12 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
     async (request, reply) => {
       const { principal } = request;
       const { url, description } = request.body;
-      let registered;
-      try {
-        registered = await registerWebhook(store, { user: principal.user, allUsers: principal.admin, url, description }, settings);
-      } catch (error) {
+      // An admin's endpoint receives every user's new plants.
+      const { endpoint, secret } = await registerWebhook(
+        store, { user: principal.user, allUsers: principal.admin, url, description }, settings,
+      ).catch((error: unknown) => {
         throw error instanceof WebhookRequestError ? refusal(error) : error;
-      }
-      const { endpoint, secret } = registered;
+      });
       const created: CreatedWebhook = { id: endpoint.id, url: endpoint.url, secret, createdAt: endpoint.createdAt.toISOString() };
       if (endpoint.description !== null) created.description = endpoint.description;
       return reply.code(201).send(created);

@@ -1,16 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import cors from '@fastify/cors';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { DEFAULTS, type Config } from './config.js';
 import type { Store } from './store/store.js';
-import { clientErrorHandler, ERRORS, toApiError } from './http/errors.js';
+import { clientErrorHandler, ERRORS, toApiError, type ErrorRow } from './http/errors.js';
 import { livenessRoute, readinessRoute } from './http/health.js';
 import { exactInt64Keyword, registerJsonParser } from './http/json.js';
 import { notFoundOrNotAllowed } from './http/methods.js';
 import { openApi } from './http/openapi.js';
 import { StoreOutage } from './http/outage.js';
 import { plantRoutes } from './http/plants.js';
+import { webhookRoutes } from './http/webhooks.js';
+import { bearerAuth } from './http/auth.js';
 import { enforceProtocol, framingError } from './http/protocol.js';
 import { strictQuery } from './http/query.js';
 import { AuthFailureLimit, TokenRateLimit } from './http/rate-limit.js';
@@ -24,6 +26,7 @@ export type HttpSettings = Pick<
   Config,
   | 'accessLog' | 'maxBodySize' | 'maxHeaderSize' | 'maxUrlLength' | 'maxJsonDepth' | 'maxConnections'
   | 'requestTimeoutMs' | 'trustProxy' | 'corsOrigins' | 'authFailureLimit' | 'rateLimit' | 'drainTimeoutMs'
+  | 'webhookAllowPrivate' | 'webhookMaxPerUser'
 >;
 
 /** What the Fastify instance itself is created with (server options: they cannot be set by a plugin). */
@@ -40,12 +43,17 @@ export interface AppOptions extends ServerOptions, PluginOptions {}
 
 const REQUEST_ID_PREFIX = randomBytes(6).toString('base64url');
 
+/** The route's row for a body that fails its schema (its `config.invalidBody`), read only for such an error. */
+function invalidBodyRow(error: unknown, request: FastifyRequest): ErrorRow | undefined {
+  return (error as FastifyError | null)?.validationContext === 'body' ? request.routeOptions.config.invalidBody : undefined;
+}
+
 type ErrorSender = (error: unknown, request: FastifyRequest, reply: FastifyReply) => FastifyReply;
 
 /** `outage` is absent for errors raised before routing, which are never a store's. */
 function errorSender(outage: StoreOutage | undefined): ErrorSender {
   return function sendError(error, request, reply) {
-    const { row, headers, message } = toApiError(error);
+    const { row, headers, message } = toApiError(error, invalidBodyRow(error, request));
     if (row.status < 500) return reply.code(row.status).headers(headers).send({ error: row.code, message });
     // A 503 is an expected condition, logged once per change of state rather than per request: a store
     // outage by StoreOutage (warn, no stack), start-up and drain by server.ts. A 500 is a bug: its stack.
@@ -165,12 +173,16 @@ export const plantstore = fp(
     // Every route that uses the store, in one scope behind the readiness gate.
     await app.register(async function storeRoutes(scope) {
       if (late) readinessGate(scope, late);
-      await scope.register(plantRoutes, {
+      // One set of authentication steps for every route: one token cache, one failure count per address.
+      const auth = bearerAuth(scope, store, {
+        failures: settings.authFailureLimit ? new AuthFailureLimit(store, settings.authFailureLimit) : undefined,
+        tokenRate: settings.rateLimit ? new TokenRateLimit(store, settings.rateLimit) : undefined,
+      });
+      await scope.register(plantRoutes, { store, auth });
+      await scope.register(webhookRoutes, {
         store,
-        limits: {
-          failures: settings.authFailureLimit ? new AuthFailureLimit(store, settings.authFailureLimit) : undefined,
-          tokenRate: settings.rateLimit ? new TokenRateLimit(store, settings.rateLimit) : undefined,
-        },
+        auth,
+        settings: { allowPrivate: settings.webhookAllowPrivate, maxPerUser: settings.webhookMaxPerUser },
       });
       await scope.register(readinessRoute, { store, drain });
     });

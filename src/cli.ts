@@ -1,7 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { allowedValues, ConfigError, loadConfig, loadDatabaseConfig, OPTIONS, type DatabaseConfig, type OptionInfo } from './config.js';
-import { isScope, SCOPES, type Scope } from './domain/principal.js';
+import { isScope, SCOPES, userNameProblem, type Scope } from './domain/principal.js';
+import type { DeliveryAttempt } from './domain/webhook.js';
+import { deliveryView } from './webhooks/views.js';
+import { descriptionProblem, endpointUrlProblem, registerWebhook, WebhookRequestError } from './webhooks/register.js';
 import { pino } from 'pino';
 import { createLogger } from './logger.js';
 import { openStore } from './store/open.js';
@@ -23,6 +26,10 @@ Commands:
   token create          Create a bearer token (printed once, on the last line of stdout)
   token list            List tokens (never their secrets)
   token revoke ID       Revoke a token
+  webhook add           Register a webhook endpoint (its secret printed once, on the last line of stdout)
+  webhook list          List webhook endpoints (never their secrets)
+  webhook remove ID     Remove a webhook endpoint
+  webhook deliveries ID Show an endpoint's latest delivery attempts
 
 Options:
   -h, --help            Show this help; "plantstore <command> --help" shows a command's options
@@ -36,13 +43,13 @@ relative to the working directory).`,
 
 Applies pending migrations (serve also does this at start). DATABASE_URL is read when the flag is absent.`,
   token: `Usage:
-  plantstore token create --user NAME [--scope plants:read] [--scope plants:write] [--admin]
+  plantstore token create --user NAME [--scope SCOPE]... [--admin]
                           [--expires-in 30d|12h|15m|90s] [--name LABEL]
   plantstore token list [--json]
   plantstore token revoke ID
 
   --user NAME         The user who owns the plants this token creates (required)
-  --scope SCOPE       ${SCOPES.join(' or ')}; repeat for both; default: both
+  --scope SCOPE       ${SCOPES.join(', ')}; repeat for several; default: all of them
   --admin             The token lists every user's plants (so it needs plants:read)
   --expires-in D      Lifetime; default: no expiry
   --name LABEL        A label shown by "token list"
@@ -53,6 +60,27 @@ Applies pending migrations (serve also does this at start). DATABASE_URL is read
 
 The store used is printed on stderr ("using …"). The secret is printed once, alone on the last line of
 stdout; only its SHA-256 hash is stored.`,
+  webhook: `Usage:
+  plantstore webhook add --user NAME --url URL [--all] [--description TEXT]
+  plantstore webhook list [--user NAME] [--json]
+  plantstore webhook remove ID
+  plantstore webhook deliveries ID [--limit N] [--json]
+
+  --user NAME         add: the user whose new plants the endpoint receives; list: only this user's
+  --url URL           add: an absolute http: or https: URL (at most 2048 characters, no credentials).
+                      Loopback, private, link-local and multicast addresses are refused unless
+                      WEBHOOK_ALLOW_PRIVATE=on; a user has at most WEBHOOK_MAX_PER_USER endpoints
+  --all               add: the endpoint receives every user's new plants (as one registered with an
+                      admin token does)
+  --description TEXT  add: a note shown by "webhook list" (up to 500 characters)
+  --limit N           deliveries: the latest N attempts, 1 to 1000; default 50
+  --json              list, deliveries: print a JSON array
+  --database-url URL  The store to use; default: DATABASE_URL, else sqlite:./data/plantstore.db,
+                      relative to the working directory (as for the token commands).
+
+The store used is printed on stderr ("using …"). "webhook add" prints the endpoint's signing secret
+(whsec_…) once, alone on the last line of stdout, and its ID on stderr. Removing an endpoint removes its
+queued events: no delivery to it starts afterwards.`,
 };
 
 /** Width of `serve --help`: the terminal's when it is narrower, so that nothing wraps mid-column. */
@@ -235,13 +263,141 @@ async function tokenRevoke(args: string[]): Promise<void> {
   console.log(`Revoked token ${id}. Running servers refuse it within ${REVOCATION_WITHIN_MS / 1000} seconds.`);
 }
 
+/**
+ * A table cell: control characters (a description may hold a line break) are shown escaped, as JSON
+ * would, so that one endpoint stays one line.
+ */
+function cell(text: string): string {
+  return /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(text) ? JSON.stringify(text).slice(1, -1) : text;
+}
+
+/** Rows of cells as aligned columns, the first row the header, as `token list` prints them. */
+function printTable(rows: string[][]): void {
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => [...(r[i] ?? '')].length))) ?? [];
+  for (const r of rows) console.log(r.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd());
+}
+
+async function webhookAdd(args: string[]): Promise<void> {
+  const { values } = parse(args, {
+    ...DATABASE_OPTION,
+    user: { type: 'string' },
+    url: { type: 'string' },
+    all: { type: 'boolean' },
+    description: { type: 'string' },
+  });
+  if (values.help) return void console.log(HELP.webhook);
+  const { user, url, description } = values;
+  if (user === undefined) throw new UsageError('webhook add needs --user NAME');
+  if (url === undefined) throw new UsageError('webhook add needs --url URL');
+  const userProblem = userNameProblem(user);
+  if (userProblem) throw new UsageError(`user name ${userProblem}`);
+  // WEBHOOK_ALLOW_PRIVATE and WEBHOOK_MAX_PER_USER, as the server reads them; checked before the store
+  // opens, so that a refused URL creates no store.
+  const config = loadConfig({ 'database-url': values['database-url'] });
+  const settings = { allowPrivate: config.webhookAllowPrivate, maxPerUser: config.webhookMaxPerUser };
+  const urlProblem = endpointUrlProblem(url, settings.allowPrivate);
+  if (urlProblem) throw new UsageError(`--url ${urlProblem.reason}${urlProblem.privateAddress ? ' (WEBHOOK_ALLOW_PRIVATE=on allows it)' : ''}`);
+  const problem = description === undefined ? null : descriptionProblem(description);
+  if (problem) throw new UsageError(`--description ${problem}`);
+  const { endpoint, secret } = await withStore(values['database-url'], async (store) => {
+    try {
+      return await registerWebhook(store, { user, allUsers: values.all ?? false, url, description }, settings);
+    } catch (error) {
+      if (error instanceof WebhookRequestError && error.kind === 'limit') {
+        throw new Error(`user "${user}" already has as many webhook endpoints as allowed (WEBHOOK_MAX_PER_USER): ${error.message}`);
+      }
+      throw error;
+    }
+  });
+  console.error(
+    `Created webhook endpoint ${endpoint.id} for user "${endpoint.user}" ` +
+      `(receives ${endpoint.allUsers ? 'every user\'s' : 'this user\'s'} new plants): ${endpoint.url}`,
+  );
+  console.error('Its signing secret; store it now, it is not shown again:');
+  console.log(secret);
+}
+
+async function webhookList(args: string[]): Promise<void> {
+  const { values } = parse(args, { ...DATABASE_OPTION, user: { type: 'string' }, json: { type: 'boolean' } });
+  if (values.help) return void console.log(HELP.webhook);
+  const endpoints = await withStore(values['database-url'], (store) => store.listWebhooks(values.user ?? null));
+  if (values.json) {
+    const out = endpoints.map((e) => ({
+      id: e.id, user: e.user, allUsers: e.allUsers, url: e.url, description: e.description, createdAt: e.createdAt.toISOString(),
+      disabledAt: e.disabledAt?.toISOString() ?? null, disabledReason: e.disabledReason,
+    }));
+    return void console.log(JSON.stringify(out, null, 2));
+  }
+  printTable([
+    ['ID', 'USER', 'ALL', 'URL', 'CREATED', 'STATUS', 'DESCRIPTION'],
+    ...endpoints.map((e) => [
+      e.id, cell(e.user), e.allUsers ? 'yes' : 'no', cell(e.url), e.createdAt.toISOString(),
+      e.disabledAt === null ? 'active' : `disabled ${e.disabledAt.toISOString()}${e.disabledReason ? ` (${cell(e.disabledReason)})` : ''}`,
+      e.description === null ? '-' : cell(e.description),
+    ]),
+  ]);
+}
+
+/** The one positional argument of `webhook remove` and `webhook deliveries`: an endpoint id. */
+function endpointIdArgument(command: string, positionals: string[]): string {
+  const [id, ...extra] = positionals;
+  if (id === undefined || extra.length > 0 || id === '') throw new UsageError(`webhook ${command} needs one endpoint ID (see "webhook list")`);
+  return id;
+}
+
+async function webhookRemove(args: string[]): Promise<void> {
+  const { values, positionals } = parse(args, DATABASE_OPTION, true);
+  if (values.help) return void console.log(HELP.webhook);
+  const id = endpointIdArgument('remove', positionals);
+  const removed = await withStore(values['database-url'], (store) => store.deleteWebhook(id, null));
+  if (!removed) throw new Error(`no webhook endpoint with ID ${id}`);
+  console.log(`Removed webhook endpoint ${id}; no delivery to it starts from now on.`);
+}
+
+const DELIVERIES_LIMIT = /^[1-9]\d{0,3}$/;
+
+/**
+ * JSON text of delivery attempts with each plantId as a JSON number of its exact digits (JSON.stringify
+ * cannot write a bigint). The id goes in as a string and loses its quotes here: an unescaped `"plantId": "`
+ * can only be that key, since quotes inside string values are escaped.
+ */
+function deliveriesJson(attempts: readonly DeliveryAttempt[]): string {
+  const text = JSON.stringify(attempts.map((a) => ({ ...deliveryView(a), plantId: a.plantId.toString() })), null, 2);
+  return text.replace(/"plantId": "(-?\d{1,20})"/g, '"plantId": $1');
+}
+
+async function webhookDeliveries(args: string[]): Promise<void> {
+  const { values, positionals } = parse(args, { ...DATABASE_OPTION, limit: { type: 'string' }, json: { type: 'boolean' } }, true);
+  if (values.help) return void console.log(HELP.webhook);
+  const id = endpointIdArgument('deliveries', positionals);
+  const limitText = values.limit ?? '50';
+  if (!DELIVERIES_LIMIT.test(limitText) || Number(limitText) > 1000) throw new UsageError(`--limit must be a whole number from 1 to 1000, got "${limitText}"`);
+  const attempts = await withStore(values['database-url'], (store) => store.listDeliveryAttempts(id, null, Number(limitText)));
+  if (attempts === null) throw new Error(`no webhook endpoint with ID ${id}`);
+  if (values.json) return void console.log(deliveriesJson(attempts));
+  printTable([
+    ['AT', 'EVENT', 'PLANT', 'ATTEMPT', 'STATUS', 'STATE', 'NEXT', 'ERROR'],
+    ...attempts.map((a) => [
+      a.at.toISOString(), a.eventId, a.plantId.toString(), String(a.attempt), a.status === null ? '-' : String(a.status), a.state,
+      a.state === 'pending' && a.nextAttemptAt !== null ? a.nextAttemptAt.toISOString() : '-', a.error === null ? '-' : cell(a.error),
+    ]),
+  ]);
+}
+
 const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   serve: serveCommand,
   migrate: migrateCommand,
   'token create': tokenCreate,
   'token list': tokenList,
   'token revoke': tokenRevoke,
+  'webhook add': webhookAdd,
+  'webhook list': webhookList,
+  'webhook remove': webhookRemove,
+  'webhook deliveries': webhookDeliveries,
 };
+
+/** Commands with subcommands ("token create"), each with a help of its own. */
+const GROUPS = { token: HELP.token, webhook: HELP.webhook } as const;
 
 /** From package.json, which sits one level above both src/ and dist/. */
 function version(): string {
@@ -260,14 +416,15 @@ export async function main(argv: string[]): Promise<number> {
       console.log(HELP.main);
       return first === undefined ? 2 : 0;
     }
-    if (first === 'token' && (second === undefined || second === '--help' || second === '-h')) {
-      console.log(HELP.token);
+    const group = first === 'token' || first === 'webhook' ? first : undefined;
+    if (group !== undefined && (second === undefined || second === '--help' || second === '-h')) {
+      console.log(GROUPS[group]);
       return second === undefined ? 2 : 0;
     }
-    const name = first === 'token' ? `token ${second}` : first;
+    const name = group === undefined ? first : `${group} ${second}`;
     const command = COMMANDS[name];
     if (!command) throw new UsageError(`unknown command "${name}"\n\n${HELP.main}`);
-    await command(first === 'token' ? rest : argv.slice(1));
+    await command(group === undefined ? argv.slice(1) : rest);
     return 0;
   } catch (error) {
     const usage = error instanceof UsageError || error instanceof ConfigError || error instanceof TokenRequestError;

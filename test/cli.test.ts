@@ -25,13 +25,14 @@ test('token create prints the secret alone on the last line of stdout; token lis
   assert.equal(listed.code, 0);
   assert.ok(!listed.stdout.includes(secret) && !listed.stdout.includes(lastLine(reader.stdout)));
   assert.match(listed.stdout, /^ID\s+USER\s+SCOPES\s+ADMIN\s+NAME\s+CREATED\s+EXPIRES\s+STATUS$/m);
-  assert.match(listed.stdout, /^1\s+alice\s+plants:read,plants:write\s+no\s+laptop\s+\S+Z\s+\S+Z\s+active$/m);
+  assert.match(listed.stdout, /^1\s+alice\s+plants:read,plants:write,webhooks:manage\s+no\s+laptop\s+\S+Z\s+\S+Z\s+active$/m);
   assert.match(listed.stdout, /^2\s+bob\s+plants:read\s+yes\s+-\s+\S+Z\s+never\s+active$/m);
 
   const json = await runCli(['token', 'list', '--json'], env);
   const tokens = JSON.parse(json.stdout);
   assert.equal(tokens.length, 2);
   assert.deepEqual(Object.keys(tokens[0]).sort(), ['admin', 'createdAt', 'expiresAt', 'id', 'name', 'revokedAt', 'scopes', 'status', 'user']);
+  assert.deepEqual(tokens[0].scopes, ['plants:read', 'plants:write', 'webhooks:manage'], 'without --scope: every scope');
   assert.deepEqual(tokens[1].scopes, ['plants:read']);
   assert.equal(tokens[1].admin, true);
   const lifetime = Date.parse(tokens[0].expiresAt) - Date.parse(tokens[0].createdAt);

@@ -51,6 +51,9 @@ test('every row of the error table is produced by some request, with the Error b
     [ERRORS.unsupportedMediaType, { method: 'POST', url: '/plants', headers: { ...bearer(alice), 'content-type': 'text/plain' }, payload: '{"id":4,"name":"c"}' }],
     [ERRORS.unsupportedMediaType, { method: 'POST', url: '/plants', headers: { ...bearer(alice), 'content-type': 'application/json; charset=latin1' }, payload: '{"id":4,"name":"c"}' }],
     [ERRORS.unsupportedMediaType, { method: 'POST', url: '/plants', headers: { ...bearer(alice), 'content-type': 'application/x-www-form-urlencoded' }, payload: 'id=4&name=c' }],
+    [ERRORS.invalidWebhook, { method: 'POST', url: '/webhooks', headers: { ...bearer(alice), ...json }, payload: '{"url":"ftp://files.example/"}' }],
+    [ERRORS.privateDestination, { method: 'POST', url: '/webhooks', headers: { ...bearer(alice), ...json }, payload: '{"url":"http://127.0.0.1/"}' }],
+    [ERRORS.webhookNotFound, { method: 'DELETE', url: '/webhooks/ep_AAAAAAAAAAAAAAAAAAAAAA', headers: bearer(alice) }],
   ];
   for (const [row, options] of injected) {
     const res = await app.inject(options);
@@ -73,6 +76,14 @@ test('every row of the error table is produced by some request, with the Error b
   await limited.app.inject({ method: 'GET', url: '/plants', headers: bearer('pst_wrong1'), remoteAddress: '192.0.2.7' });
   const overFailures = await limited.app.inject({ method: 'GET', url: '/plants', headers: bearer('pst_wrong2'), remoteAddress: '192.0.2.7' });
   expectRow(ERRORS.authFailuresLimited, overFailures.statusCode, errorBody(overFailures), 'second failure within a 1/minute limit');
+
+  // WEBHOOK_MAX_PER_USER endpoints, then 409.
+  const oneHook = await testApp(t, { webhookMaxPerUser: 1 });
+  const carol = await oneHook.token('carol');
+  const hook = { method: 'POST', url: '/webhooks', headers: { ...bearer(carol), ...json }, payload: '{"url":"https://hooks.example/"}' } as const;
+  assert.equal((await oneHook.app.inject(hook)).statusCode, 201);
+  const overLimit = await oneHook.app.inject(hook);
+  expectRow(ERRORS.webhookLimit, overLimit.statusCode, errorBody(overLimit), 'a second endpoint over WEBHOOK_MAX_PER_USER=1');
 
   // 50301: a server whose store is not open yet (it listens before its store opens).
   const starting = await buildApp({ store: new LateStore(), logger: silentLogger });

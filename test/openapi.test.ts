@@ -18,17 +18,27 @@ test('GET /openapi.json needs no token and describes the API as OpenAPI 3.1, ver
   assert.equal(doc.info.version, '1.0.0');
   assert.equal(doc.components.securitySchemes.bearerAuth.type, 'http');
   assert.equal(doc.components.securitySchemes.bearerAuth.scheme, 'bearer');
-  assert.deepEqual(Object.keys(doc.paths).sort(), ['/healthz', '/plants', '/plants/{id}', '/readyz']);
+  assert.deepEqual(Object.keys(doc.paths).sort(), [
+    '/healthz', '/plants', '/plants/{id}', '/readyz', '/webhooks', '/webhooks/{id}', '/webhooks/{id}/deliveries',
+  ]);
 
   const operations: Record<string, Operation> = {
     'POST /plants': doc.paths['/plants'].post,
     'GET /plants': doc.paths['/plants'].get,
     'DELETE /plants/{id}': doc.paths['/plants/{id}'].delete,
+    'POST /webhooks': doc.paths['/webhooks'].post,
+    'GET /webhooks': doc.paths['/webhooks'].get,
+    'DELETE /webhooks/{id}': doc.paths['/webhooks/{id}'].delete,
+    'GET /webhooks/{id}/deliveries': doc.paths['/webhooks/{id}/deliveries'].get,
   };
   const expected: Record<string, string[]> = {
     'POST /plants': ['200', '400', '401', '403', '409', '413', '414', '415', '429', '500', '503'],
     'GET /plants': ['200', '400', '401', '403', '414', '429', '500', '503'],
     'DELETE /plants/{id}': ['204', '400', '401', '403', '404', '414', '429', '500', '503'],
+    'POST /webhooks': ['201', '400', '401', '403', '409', '413', '414', '415', '429', '500', '503'],
+    'GET /webhooks': ['200', '400', '401', '403', '414', '429', '500', '503'],
+    'DELETE /webhooks/{id}': ['204', '400', '401', '403', '404', '414', '429', '500', '503'],
+    'GET /webhooks/{id}/deliveries': ['200', '400', '401', '403', '404', '414', '429', '500', '503'],
   };
   for (const [name, op] of Object.entries(operations)) {
     assert.deepEqual(op.security, [{ bearerAuth: [] }], name);
@@ -45,6 +55,49 @@ test('GET /openapi.json needs no token and describes the API as OpenAPI 3.1, ver
   assert.equal(limit.required, false);
   assert.equal(doc.components.schemas.NewPlant.properties.id.format, 'int64');
   assert.deepEqual(Object.keys(doc.components.schemas.Plant.properties).sort(), ['name', 'tag']);
+});
+
+test('the /webhooks operations document their bodies, error codes and scope; never a secret in a listing', async (t) => {
+  const { app } = await testApp(t);
+  const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+  const { schemas } = doc.components;
+  const post = doc.paths['/webhooks'].post;
+  assert.equal(post.requestBody.content['application/json'].schema.$ref, '#/components/schemas/NewWebhook');
+  assert.equal(post.responses['201'].content['application/json'].schema.$ref, '#/components/schemas/CreatedWebhook');
+  assert.match(post.responses['400'].description, /40005.*40006/);
+  assert.match(post.responses['409'].description, /40901/);
+  assert.match(doc.paths['/webhooks/{id}'].delete.responses['404'].description, /40402/);
+  assert.match(doc.paths['/webhooks/{id}/deliveries'].get.responses['400'].description, /40003/);
+  assert.match(doc.components.securitySchemes.bearerAuth.description, /webhooks:manage/);
+  assert.deepEqual(schemas.NewWebhook.required, ['url']);
+  assert.equal(schemas.NewWebhook.properties.url.maxLength, 2048);
+  assert.equal(schemas.NewWebhook.properties.description.maxLength, 500);
+  assert.deepEqual(Object.keys(schemas.CreatedWebhook.properties).sort(), ['createdAt', 'description', 'id', 'secret', 'url']);
+  assert.equal(schemas.Webhook.properties.secret, undefined);
+  assert.equal(schemas.Webhook.additionalProperties, false);
+  const items = doc.paths['/webhooks'].get.responses['200'].content['application/json'].schema;
+  assert.equal(items.type, 'array');
+  assert.equal(items.items.$ref, '#/components/schemas/Webhook');
+  assert.deepEqual(schemas.WebhookDelivery.properties.plantId, { type: 'integer', format: 'int64', description: 'The new plant\'s id, exact' });
+  assert.deepEqual(schemas.WebhookDelivery.properties.status.type, ['integer', 'null']);
+  assert.deepEqual(schemas.WebhookDelivery.properties.state.enum, ['pending', 'delivered', 'failed']);
+  const limit = doc.paths['/webhooks/{id}/deliveries'].get.parameters.find((p: { name: string }) => p.name === 'limit');
+  assert.deepEqual(limit.schema, { type: 'integer', minimum: 1, maximum: 1000, default: 50 });
+});
+
+test('the webhooks section declares /plant/webhook as the published document does, with the signature headers', async (t) => {
+  const { app } = await testApp(t);
+  const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+  assert.deepEqual(Object.keys(doc.webhooks), ['/plant/webhook']);
+  const hook = doc.webhooks['/plant/webhook'];
+  assert.deepEqual(Object.keys(hook), ['post']);
+  assert.equal(hook.post.description, 'Information about a new plant added to the store');
+  assert.deepEqual(hook.post.requestBody.content, { 'application/json': { schema: { $ref: '#/components/schemas/NewPlant' } } });
+  assert.deepEqual(hook.post.responses, { 200: { description: 'Return a 200 status to indicate that the data was received successfully' } });
+  const headers = hook.post.parameters.map((p: { name: string; in: string; required: boolean }) => `${p.in}:${p.name}:${p.required}`);
+  assert.deepEqual(headers, ['header:webhook-id:true', 'header:webhook-timestamp:true', 'header:webhook-signature:true']);
+  // The reference resolves.
+  assert.ok(doc.components.schemas.NewPlant);
 });
 
 test('the OpenAPI document carries the whole error table', async (t) => {

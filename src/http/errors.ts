@@ -54,6 +54,16 @@ export const ERRORS = {
 
 export const ERROR_ROWS: readonly ErrorRow[] = Object.values(ERRORS);
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The row a body that fails this route's schema is answered with. Default: invalidNewPlant (40002),
+     * the plant routes' row; the webhook routes say invalidWebhook (40005).
+     */
+    invalidBody?: ErrorRow;
+  }
+}
+
 export class ApiError extends Error {
   readonly row: ErrorRow;
   readonly headers: Readonly<Record<string, string>>;
@@ -92,21 +102,25 @@ const BY_FASTIFY_CODE: Record<string, ErrorRow> = {
   FST_ERR_CTP_EMPTY_JSON_BODY: ERRORS.malformedJson,
 };
 
+/** The rows of validation errors outside the body (whose row is the route's: see toApiError). */
 const BY_VALIDATION_CONTEXT: Record<string, ErrorRow> = {
-  body: ERRORS.invalidNewPlant,
   querystring: ERRORS.invalidQuery,
   params: ERRORS.invalidPath,
 };
 
-/** Maps anything thrown while handling a request to a row of the table. */
-export function toApiError(error: unknown): ApiError {
+/**
+ * Maps anything thrown while handling a request to a row of the table. A body that fails its schema is
+ * answered with `invalidBody`: the route's own row (its `config.invalidBody`), else 40002.
+ */
+export function toApiError(error: unknown, invalidBody: ErrorRow = ERRORS.invalidNewPlant): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof StoreNotOpenError) return new ApiError(ERRORS.notServing, ERRORS.notServing.message, RETRY_AFTER);
   if (error instanceof StoreUnavailableError) return new ApiError(ERRORS.storeUnavailable, ERRORS.storeUnavailable.message, RETRY_AFTER);
   if (!(error instanceof Error)) return new ApiError(ERRORS.internal);
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
-    const row = BY_VALIDATION_CONTEXT[fastifyError.validationContext ?? ''] ?? ERRORS.badRequest;
+    const context = fastifyError.validationContext ?? '';
+    const row = context === 'body' ? invalidBody : (BY_VALIDATION_CONTEXT[context] ?? ERRORS.badRequest);
     if (row === ERRORS.invalidPath) return new ApiError(row);
     const first = fastifyError.validation[0];
     const field = first?.instancePath.replace(/^\//, '').replaceAll('/', '.') || fastifyError.validationContext;

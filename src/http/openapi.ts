@@ -1,4 +1,4 @@
-import swagger from '@fastify/swagger';
+import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { ERROR_ROWS } from './errors.js';
 import { BEARER_SCHEME_NAME } from './schemas.js';
@@ -10,6 +10,43 @@ export function errorTableMarkdown(): string {
   return ['| error | status | meaning |', '|---|---|---|', ...rows].join('\n');
 }
 
+/** The document as @fastify/swagger takes it: this one is OpenAPI 3.1. */
+type Document31 = Extract<NonNullable<FastifyDynamicSwaggerOptions['openapi']>, { webhooks?: unknown }>;
+
+const header = (name: string, description: string, example: string) => ({
+  name, in: 'header' as const, required: true, description, schema: { type: 'string' as const }, example,
+});
+
+/**
+ * The `webhooks` section of the published Plant Store document (OpenAPI 3.1): what plantstore sends to
+ * every registered endpoint (POST /webhooks) when a plant is added, with the Standard Webhooks headers
+ * that let the receiver check that it came from this server.
+ */
+export const WEBHOOKS: Document31['webhooks'] = {
+  '/plant/webhook': {
+    post: {
+      description: 'Information about a new plant added to the store',
+      parameters: [
+        header('webhook-id', 'The event id: the same on every attempt of one event to one endpoint; deduplicate by it (delivery is at least once)', 'msg_2b1f0c…'),
+        header('webhook-timestamp', 'Unix seconds when this attempt was sent; refuse ones too far from now (replays)', '1767225600'),
+        header(
+          'webhook-signature',
+          '`v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint\'s ' +
+            'secret after `whsec_` (Standard Webhooks; the `standardwebhooks` libraries verify it)',
+          'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
+        ),
+      ],
+      requestBody: {
+        description: 'Plant added to the store: the NewPlant as stored, its id with every digit',
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/NewPlant' } } },
+      },
+      responses: {
+        200: { description: 'Return a 200 status to indicate that the data was received successfully' },
+      },
+    },
+  },
+};
+
 /** The OpenAPI document is generated from the route schemas; nothing here repeats a route. */
 export async function openApi(app: FastifyInstance): Promise<void> {
   await app.register(swagger, {
@@ -19,19 +56,22 @@ export async function openApi(app: FastifyInstance): Promise<void> {
         title: 'Plant Store API',
         version: API_VERSION,
         description: [
-          'Create and list plants. Every `/plants` call needs `Authorization: Bearer <token>`.',
+          'Create and list plants, and subscribe to new ones with webhooks. Every `/plants` and `/webhooks` call needs `Authorization: Bearer <token>`.',
           '',
           'Every non-2xx answer has the body `{"error": <int32>, "message": <text>}`, where `error` is HTTP status × 100 + a detail number:',
           '',
           errorTableMarkdown(),
         ].join('\n'),
       },
+      webhooks: WEBHOOKS,
       components: {
         securitySchemes: {
           [BEARER_SCHEME_NAME]: {
             type: 'http',
             scheme: 'bearer',
-            description: 'An opaque token from `plantstore token create`. Scopes: plants:read (list), plants:write (create, delete).',
+            description:
+              'An opaque token from `plantstore token create`. Scopes: plants:read (list), plants:write (create, delete), ' +
+              'webhooks:manage (the /webhooks operations).',
           },
         },
       },

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { EXACT_INT64 } from '../domain/int64.js';
 import { plantOf, PlantTag, type NewPlantBody, type Plant } from '../domain/plant.js';
 import type { Store } from '../store/store.js';
-import { bearerAuth, requireScope, type AuthLimits } from './auth.js';
+import { requireScope, type AuthSteps } from './auth.js';
 import { CURSOR_PATTERN, PageCursors } from './cursor.js';
 import { ApiError, ERRORS } from './errors.js';
 import { errorResponses, ref, SECURITY } from './schemas.js';
@@ -22,7 +22,7 @@ const ListQuery = Type.Object({
 });
 
 /** What any route behind a bearer token can answer about the token and its caller. */
-const AUTHENTICATION_ERRORS = [
+export const AUTHENTICATION_ERRORS = [
   ERRORS.missingToken, ERRORS.invalidToken, ERRORS.insufficientScope, ERRORS.authFailuresLimited, ERRORS.rateLimited,
 ];
 
@@ -45,9 +45,9 @@ function nextLink(query: { limit: number; tag: string | undefined }, cursor: str
 /**
  * The plant routes. Typed by their TypeBox schemas (the type provider is types only: validation stays
  * with Fastify's ajv, its keywords and its messages), so handlers read body, query and params uncast.
+ * `auth` is the app's one set of authentication steps (one token cache for all routes: see app.ts).
  */
-export const plantRoutes: FastifyPluginAsyncTypebox<{ store: Store; limits: AuthLimits }> = async (app, { store, limits }) => {
-  const auth = bearerAuth(app, store, limits);
+export const plantRoutes: FastifyPluginAsyncTypebox<{ store: Store; auth: AuthSteps }> = async (app, { store, auth }) => {
   const cursors = new PageCursors(store);
 
   app.post(

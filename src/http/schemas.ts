@@ -2,16 +2,21 @@ import type { FastifyInstance } from 'fastify';
 import { Type, type TUnsafe } from 'typebox';
 import { NewPlantSchema, PlantSchema } from '../domain/plant.js';
 import { ERRORS, ErrorSchema, type ErrorRow } from './errors.js';
+import { CreatedWebhookSchema, NewWebhookSchema, WebhookDeliverySchema, WebhookSchema } from './webhook-schemas.js';
 
 export const BEARER_SCHEME_NAME = 'bearerAuth';
 export const SECURITY = [{ [BEARER_SCHEME_NAME]: [] }];
 
 /** Shared schemas, referenced by $id from routes and published under components.schemas. */
 export function addSharedSchemas(app: FastifyInstance): void {
-  for (const schema of [PlantSchema, NewPlantSchema, ErrorSchema]) app.addSchema(schema);
+  for (const schema of [PlantSchema, NewPlantSchema, ErrorSchema, NewWebhookSchema, CreatedWebhookSchema, WebhookSchema, WebhookDeliverySchema]) {
+    app.addSchema(schema);
+  }
 }
 
-export function ref<T = unknown>(id: 'Plant' | 'NewPlant' | 'Error'): TUnsafe<T> {
+export type SharedSchemaId = 'Plant' | 'NewPlant' | 'Error' | 'NewWebhook' | 'CreatedWebhook' | 'Webhook' | 'WebhookDelivery';
+
+export function ref<T = unknown>(id: SharedSchemaId): TUnsafe<T> {
   return Type.Unsafe<T>(Type.Ref(id));
 }
 

@@ -1,0 +1,299 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { AttemptResult, ClaimedDelivery } from '../domain/webhook.js';
+import type { Store } from '../store/store.js';
+import { Sender, type SendResult } from './sender.js';
+
+/** The configuration rows the dispatcher runs on. */
+export type DispatcherSettings = Pick<
+  Config,
+  | 'webhookTimeoutMs' | 'webhookRetryScheduleMs' | 'webhookRetentionMs' | 'webhookConcurrency'
+  | 'webhookEndpointConcurrency' | 'webhookAllowPrivate'
+> & {
+  /** `plantstore/<version>`. */
+  readonly userAgent: string;
+  /** How often due events are looked for without a wake-up (retries, other instances' events, expired claims). */
+  readonly pollIntervalMs?: number;
+  /** How often delivered and failed events past WEBHOOK_RETENTION are removed. */
+  readonly sweepIntervalMs?: number;
+};
+
+const DEFAULT_POLL_INTERVAL_MS = 1000;
+const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
+/** A claim outlives the attempt by this much beyond twice its timeout (a queued wait plus the attempt). */
+const LEASE_MARGIN_MS = 30_000;
+/** Retry delays are lengthened by up to this fraction, so that failures at one moment do not retry in step. */
+const JITTER = 0.1;
+
+/** Events of one endpoint held by this instance: in flight, and claimed but waiting for a free slot. */
+interface EndpointState {
+  active: number;
+  readonly waiting: ClaimedDelivery[];
+}
+
+/**
+ * Delivers the events the store queues (the transactional outbox): claims due events under a lease,
+ * sends one attempt each (sender.ts), and records how each ended, in batches.
+ *
+ * - Bounded: at most WEBHOOK_CONCURRENCY events held (in flight or waiting) in all, and at most
+ *   WEBHOOK_ENDPOINT_CONCURRENCY in flight per endpoint. An endpoint at its cap is left out of claims
+ *   (`busy`), so a dead or slow receiver ties up its own slots only and never delays the others.
+ * - Prompt: the store wakes the dispatcher after a commit that queued events; a poll finds the rest
+ *   (retries coming due, expired claims of a dead instance, other instances' creates). One claim at a time;
+ *   when a claim came back full there may be more, so another follows as slots free up.
+ * - At least once: an event is recorded only after its attempt. If recording fails (the store is down), the
+ *   claims expire and the events are attempted again; on shutdown, whatever was claimed and not attempted
+ *   is released.
+ * - Nothing on the request path waits for any of this.
+ */
+export class Dispatcher {
+  /** This instance's id: its claims are the ones it may record or release. */
+  readonly instance = `dsp_${randomBytes(9).toString('base64url')}`;
+  readonly #store: Store;
+  readonly #settings: DispatcherSettings;
+  readonly #log: Logger;
+  readonly #sender: Sender;
+  readonly #leaseMs: number;
+
+  readonly #endpoints = new Map<string, EndpointState>();
+  /** Events claimed and not yet attempted, recorded or released. */
+  readonly #held = new Set<ClaimedDelivery>();
+  /** Abort handles of the attempts in flight (for the shutdown deadline). */
+  readonly #inFlight = new Set<AbortController>();
+  #claiming = false;
+  #claimAgain = false;
+  /** The last claim came back full: more may be due, so claim again as slots free up. */
+  #backlog = false;
+
+  #results: AttemptResult[] = [];
+  #flushScheduled = false;
+  #recording: Promise<void> | null = null;
+
+  #poll: NodeJS.Timeout | undefined;
+  #sweep: NodeJS.Timeout | undefined;
+  #started = false;
+  #stopping: Promise<void> | null = null;
+  /** Set when the store failed (claim, record, sweep): one warning per outage, not one per attempt. */
+  #storeFailing = false;
+  /** Resolves when nothing is in flight (during stop). */
+  #idle: (() => void) | null = null;
+
+  constructor(store: Store, settings: DispatcherSettings, logger: Logger) {
+    this.#store = store;
+    this.#settings = settings;
+    this.#log = logger.child({ component: 'webhooks' });
+    this.#leaseMs = 2 * settings.webhookTimeoutMs + LEASE_MARGIN_MS;
+    this.#sender = new Sender({
+      timeoutMs: settings.webhookTimeoutMs,
+      allowPrivate: settings.webhookAllowPrivate,
+      userAgent: settings.userAgent,
+      connectionsPerOrigin: settings.webhookEndpointConcurrency,
+    });
+  }
+
+  start(): void {
+    if (this.#started) return;
+    this.#started = true;
+    this.#store.onEventsQueued(() => this.#wake());
+    this.#poll = setInterval(() => this.#wake(), this.#settings.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS);
+    this.#sweep = setInterval(() => void this.#sweepOld(), this.#settings.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS);
+    this.#poll.unref();
+    this.#sweep.unref();
+    this.#wake();
+    void this.#sweepOld();
+  }
+
+  /**
+   * Stops claiming at once; lets attempts in flight finish until `deadline` (epoch ms), then aborts the
+   * rest; releases every event claimed and not attempted (they are due again at once, for this or another
+   * instance); records the results. Calling it again returns the same promise.
+   */
+  stop(deadline: number): Promise<void> {
+    this.#stopping ??= this.#stop(deadline);
+    return this.#stopping;
+  }
+
+  async #stop(deadline: number): Promise<void> {
+    clearInterval(this.#poll);
+    clearInterval(this.#sweep);
+    if (this.#started) this.#store.onEventsQueued(() => undefined);
+    // Events waiting for a slot are not started now; a claim in flight adds its events to `waiting`.
+    while (this.#claiming) await new Promise((resolve) => setTimeout(resolve, 5));
+    if (this.#inFlight.size > 0) {
+      const idle = new Promise<void>((resolve) => (this.#idle = resolve));
+      const wait = Math.max(0, deadline - Date.now());
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, wait)));
+      await Promise.race([idle, late]);
+      clearTimeout(timer);
+      if (this.#inFlight.size > 0) {
+        this.#log.warn({ inFlight: this.#inFlight.size }, 'webhook attempts still in flight at the drain deadline; aborting them for retry');
+        for (const controller of this.#inFlight) controller.abort();
+        await idle;
+      }
+    }
+    const unattempted = [...this.#held];
+    this.#held.clear();
+    if (unattempted.length > 0) {
+      await this.#store.releaseDeliveries(this.instance, unattempted).catch((err: unknown) => {
+        // Their claims expire instead; the events are attempted again then.
+        this.#log.warn({ err, events: unattempted.length }, 'could not release webhook claims; they will be retried when their lease ends');
+      });
+    }
+    await this.#flush();
+    await this.#sender.close().catch(() => undefined);
+  }
+
+  #wake(): void {
+    if (this.#stopping) return;
+    if (this.#claiming) {
+      this.#claimAgain = true;
+      return;
+    }
+    void this.#claim();
+  }
+
+  /** Endpoints this instance will not take more of now: their events in flight and waiting fill their cap. */
+  #busy(): string[] {
+    const cap = this.#settings.webhookEndpointConcurrency;
+    const busy: string[] = [];
+    for (const [id, state] of this.#endpoints) if (state.active + state.waiting.length >= cap) busy.push(id);
+    return busy;
+  }
+
+  async #claim(): Promise<void> {
+    this.#claiming = true;
+    try {
+      do {
+        this.#claimAgain = false;
+        const limit = this.#settings.webhookConcurrency - this.#held.size;
+        if (limit <= 0) break;
+        const perEndpoint = this.#settings.webhookEndpointConcurrency;
+        const busy = this.#busy();
+        const claimed = await this.#store.claimDeliveries({
+          instance: this.instance, limit, perEndpoint, busy, leaseMs: this.#leaseMs,
+        });
+        this.#storeBack();
+        const counts = new Map<string, number>();
+        for (const delivery of claimed) {
+          this.#held.add(delivery);
+          counts.set(delivery.endpointId, (counts.get(delivery.endpointId) ?? 0) + 1);
+          this.#endpoint(delivery.endpointId).waiting.push(delivery);
+        }
+        // Full in all, full for one endpoint, or some endpoints left out as busy: the store may have more
+        // due, to claim as soon as a slot frees up (rather than at the next poll).
+        this.#backlog = claimed.length >= limit || busy.length > 0 || [...counts.values()].some((n) => n >= perEndpoint);
+        if (this.#stopping) break;
+        for (const id of counts.keys()) this.#pump(id);
+      } while (this.#claimAgain && !this.#stopping);
+    } catch (err) {
+      this.#storeDown(err, 'claiming webhook deliveries failed');
+    } finally {
+      this.#claiming = false;
+    }
+  }
+
+  #endpoint(id: string): EndpointState {
+    let state = this.#endpoints.get(id);
+    if (!state) {
+      state = { active: 0, waiting: [] };
+      this.#endpoints.set(id, state);
+    }
+    return state;
+  }
+
+  /** Starts the endpoint's waiting events while it has free slots. */
+  #pump(endpointId: string): void {
+    const state = this.#endpoints.get(endpointId);
+    if (!state) return;
+    const cap = this.#settings.webhookEndpointConcurrency;
+    while (state.active < cap && state.waiting.length > 0 && !this.#stopping) {
+      const delivery = state.waiting.shift() as ClaimedDelivery;
+      state.active++;
+      void this.#attempt(delivery, state);
+    }
+    if (state.active === 0 && state.waiting.length === 0) this.#endpoints.delete(endpointId);
+  }
+
+  async #attempt(delivery: ClaimedDelivery, state: EndpointState): Promise<void> {
+    const controller = new AbortController();
+    this.#inFlight.add(controller);
+    const at = new Date();
+    const result = await this.#sender.send(delivery, controller);
+    this.#inFlight.delete(controller);
+    state.active--;
+    // Aborted by the shutdown deadline: released (attempt count as before), not counted as a failure.
+    if (!controller.signal.aborted || result.status !== null) {
+      this.#held.delete(delivery);
+      this.#results.push(this.#outcome(delivery, result, at));
+      this.#scheduleFlush();
+    }
+    if (this.#inFlight.size === 0 && this.#idle) this.#idle();
+    this.#pump(delivery.endpointId);
+    if (this.#backlog) this.#wake();
+  }
+
+  #outcome(delivery: ClaimedDelivery, { status, error }: SendResult, at: Date): AttemptResult {
+    if (status !== null && status >= 200 && status < 300 && error === null) {
+      return { delivery, outcome: 'delivered', status, error: null, at, retryInMs: null };
+    }
+    if (status === 410) return { delivery, outcome: 'gone', status, error, at, retryInMs: null };
+    const schedule = this.#settings.webhookRetryScheduleMs;
+    const delay = schedule[delivery.attempt - 1];
+    if (delay === undefined) return { delivery, outcome: 'failed', status, error, at, retryInMs: null };
+    const retryInMs = Math.round(delay * (1 + Math.random() * JITTER));
+    return { delivery, outcome: 'retry', status, error, at, retryInMs };
+  }
+
+  /** Results are recorded together: those that end in one turn of the event loop, in one transaction. */
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    setImmediate(() => {
+      this.#flushScheduled = false;
+      void this.#flush();
+    });
+  }
+
+  /** Records every collected result; one recording at a time, the next batch after it. */
+  async #flush(): Promise<void> {
+    while (this.#recording) await this.#recording;
+    if (this.#results.length === 0) return;
+    const batch = this.#results;
+    this.#results = [];
+    this.#recording = this.#store.recordAttempts(this.instance, batch).then(
+      () => this.#storeBack(),
+      // The attempts happened but are not recorded: their claims expire and they are made again
+      // (at least once; the receiver deduplicates by webhook-id).
+      (err: unknown) => this.#storeDown(err, 'recording webhook attempts failed; they will be retried when their lease ends'),
+    );
+    try {
+      await this.#recording;
+    } finally {
+      this.#recording = null;
+    }
+    if (this.#results.length > 0) await this.#flush();
+  }
+
+  async #sweepOld(): Promise<void> {
+    try {
+      const removed = await this.#store.sweepWebhooks(new Date(Date.now() - this.#settings.webhookRetentionMs));
+      if (removed > 0) this.#log.info({ removed }, 'removed webhook events past their retention');
+    } catch (err) {
+      this.#storeDown(err, 'removing old webhook events failed');
+    }
+  }
+
+  #storeDown(err: unknown, message: string): void {
+    if (this.#storeFailing) return;
+    this.#storeFailing = true;
+    this.#log.warn({ err }, message);
+  }
+
+  #storeBack(): void {
+    if (!this.#storeFailing) return;
+    this.#storeFailing = false;
+    this.#log.info('webhook delivery resumed');
+  }
+}

@@ -7,6 +7,9 @@ import {
   listCall, migrationValues, pageOf, pendingMigrations, statements, tokenOf, tokenValues,
   type Dialect, type PlantRow, type TokenRow,
 } from './sql.js';
+import type {
+  AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, DeliveryState, NewWebhookEndpoint, WebhookEndpoint,
+} from '../domain/webhook.js';
 import {
   StoreUnavailableError,
   type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type RateCount, type Store, type TokenRecord,
@@ -164,6 +167,54 @@ interface PendingCreate {
   reject(error: unknown): void;
 }
 
+/**
+ * `webhookBody` of a stored row `ins`, in SQL: to_json escapes text exactly as JSON.stringify does for
+ * every storable string (quotes, backslash, control characters as \b \f \n \r \t or \u00xx, the rest
+ * as it is: U+2028, non-ASCII, emoji), and a bigint's text is its exact digits.
+ */
+const BODY_SQL = `'{"id":' || ins.id || ',"name":' || to_json(ins.name)::text || coalesce(',"tag":' || to_json(ins.tag)::text, '') || '}'`;
+
+/** Rows an instance's claim looks at (and locks for the moment of the claim) per event it may take. */
+const CLAIM_SCAN_FACTOR = 8;
+const CLAIM_SCAN_MIN = 256;
+
+const ENDPOINT_COLUMNS = 'id, username, all_users, url, description, created_at, disabled_at, disabled_reason';
+
+interface EndpointRow {
+  id: string;
+  username: string;
+  all_users: boolean;
+  url: string;
+  description: string | null;
+  created_at: Date;
+  disabled_at: Date | null;
+  disabled_reason: string | null;
+}
+
+function endpointOf(row: EndpointRow): WebhookEndpoint {
+  return {
+    id: row.id,
+    user: row.username,
+    allUsers: row.all_users,
+    url: row.url,
+    description: row.description,
+    createdAt: row.created_at,
+    disabledAt: row.disabled_at,
+    disabledReason: row.disabled_reason,
+  };
+}
+
+/** What `disabled_reason` says of an endpoint whose receiver answered 410. */
+const GONE_REASON = 'the receiver answered 410 Gone';
+
+/** The event's state after an attempt with this outcome (as webhook_attempts.state records it). */
+function stateAfter(outcome: AttemptResult['outcome']): DeliveryState {
+  return outcome === 'delivered' ? 'delivered' : outcome === 'retry' ? 'pending' : 'failed';
+}
+
+/** A statement on the connection of a transaction. */
+type TxQuery = <R extends pg.QueryResultRow>(name: string, text: string, values: unknown[]) => Promise<pg.QueryResult<R>>;
+
 /** Rows per INSERT: large enough to share one commit widely, small enough to keep a statement quick. */
 const MAX_BATCH = 500;
 
@@ -172,6 +223,7 @@ class PostgresStore implements Store {
   readonly #pool: pg.Pool;
   #pending: PendingCreate[] = [];
   #sweptAt = 0;
+  #onEventsQueued: (() => void) | undefined;
   readonly #inFlight = new Set<Promise<void>>();
 
   constructor(pool: pg.Pool) {
@@ -252,13 +304,25 @@ class PostgresStore implements Store {
     const key = (owner: string, id: string) => `${id}\u0000${owner}`;
     const owners = batch.map((c) => c.owner);
     const ids = batch.map((c) => c.plant.id.toString());
-    const { rows: inserted } = await this.#query<{ owner: string; id: string }>(
+    // The outbox: the same statement queues one event per receiving endpoint for each row it stored (a
+    // replay or a conflict stores none), with the stored row's body, so an event exists exactly when its
+    // plant committed. Without endpoints the join finds nothing and the insert costs what it did before.
+    const { rows: inserted } = await this.#query<{ owner: string; id: string; events: number }>(
       'plant_insert_batch',
-      `INSERT INTO plants (owner, id, name, tag)
-       SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[])
-       ON CONFLICT (owner, id) DO NOTHING RETURNING owner, id`,
+      `WITH ins AS (
+         INSERT INTO plants (owner, id, name, tag)
+         SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[])
+         ON CONFLICT (owner, id) DO NOTHING RETURNING owner, id, name, tag
+       ), ev AS (
+         INSERT INTO webhook_deliveries (event_id, endpoint_id, plant_id, body, state, attempts, next_attempt_at)
+         SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), e.id, ins.id, ${BODY_SQL}, 'pending', 0, now()
+         FROM ins JOIN webhook_endpoints e ON e.disabled_at IS NULL AND (e.all_users OR e.username = ins.owner)
+         RETURNING 1
+       )
+       SELECT owner, id, (SELECT count(*) FROM ev)::int AS events FROM ins`,
       [owners, ids, batch.map((c) => c.plant.name), batch.map((c) => c.plant.tag ?? null)],
     );
+    if ((inserted[0]?.events ?? 0) > 0) this.#eventsQueued();
     const created = new Set(inserted.map((r) => key(r.owner, r.id)));
     const keys = batch.map((c, i) => key(c.owner, ids[i] as string));
     const copies = new Map<string, number>();
@@ -362,6 +426,267 @@ class PostgresStore implements Store {
       if (this.#cursorKey === undefined) throw new Error('the cursor key upsert returned no row');
     }
     return this.#cursorKey;
+  }
+
+  // Webhooks. Every due and lease time comes from the database's clock (now()), so instances agree.
+
+  onEventsQueued(listener: () => void): void {
+    this.#onEventsQueued = listener;
+  }
+
+  /** Tells the listener after a commit that queued events; its failure is not the create's. */
+  #eventsQueued(): void {
+    try {
+      this.#onEventsQueued?.();
+    } catch {
+      // The dispatcher polls anyway.
+    }
+  }
+
+  /**
+   * `work` in one transaction on one pooled connection. Errors are handled as in `#query`: no connection
+   * means unavailable; any error destroys the connection (its transaction with it: the server rolls
+   * back) rather than returning it to the pool in an unknown state.
+   */
+  async #transaction<T>(work: (query: TxQuery) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.#pool.connect();
+    } catch (error) {
+      throw new StoreUnavailableError(error);
+    }
+    let lost: Error | undefined;
+    const onError = (error: Error) => {
+      lost ??= error;
+    };
+    client.on('error', onError);
+    const query: TxQuery = async (name, text, values) => {
+      if (lost) throw lost;
+      return client.query({ name, text, values });
+    };
+    try {
+      await client.query('BEGIN');
+      const result = await work(query);
+      await client.query('COMMIT');
+      if (lost) throw lost;
+      client.removeListener('error', onError);
+      client.release();
+      return result;
+    } catch (error) {
+      client.removeListener('error', onError);
+      client.release(error instanceof Error ? error : new Error(String(error)));
+      throw storeError(error);
+    }
+  }
+
+  async createWebhook(endpoint: NewWebhookEndpoint, maxPerUser: number): Promise<WebhookEndpoint | 'limit'> {
+    return this.#transaction(async (query) => {
+      // Creates of one user queue on this lock until commit, so each counts what the one before stored.
+      await query('webhook_lock_user', "SELECT pg_advisory_xact_lock(hashtext('webhooks:' || $1))", [endpoint.user]);
+      const { rows: counted } = await query<{ n: number }>(
+        'webhook_count_user', 'SELECT count(*)::int AS n FROM webhook_endpoints WHERE username = $1', [endpoint.user],
+      );
+      if ((counted[0]?.n ?? 0) >= maxPerUser) return 'limit';
+      const { rows } = await query<EndpointRow>(
+        'webhook_insert',
+        `INSERT INTO webhook_endpoints (id, username, all_users, url, description, secret)
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${ENDPOINT_COLUMNS}`,
+        [endpoint.id, endpoint.user, endpoint.allUsers, endpoint.url, endpoint.description, endpoint.secret],
+      );
+      const row = rows[0];
+      if (!row) throw new Error('webhook insert returned no row');
+      return endpointOf(row);
+    });
+  }
+
+  async listWebhooks(user: string | null): Promise<WebhookEndpoint[]> {
+    const { rows } = await this.#query<EndpointRow>(
+      'webhook_list',
+      `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints
+       WHERE $1::text IS NULL OR username = $1 ORDER BY created_at, id`,
+      [user],
+    );
+    return rows.map(endpointOf);
+  }
+
+  /**
+   * One transaction, the endpoint first: its row lock makes a `recordAttempts` of its events that is
+   * under way finish first, and the statements after it then see (and remove) what that one recorded.
+   */
+  async deleteWebhook(id: string, user: string | null): Promise<boolean> {
+    return this.#transaction(async (query) => {
+      const { rowCount } = await query(
+        'webhook_delete', 'DELETE FROM webhook_endpoints WHERE id = $1 AND ($2::text IS NULL OR username = $2)', [id, user],
+      );
+      if (rowCount !== 1) return false;
+      await query('webhook_delete_deliveries', 'DELETE FROM webhook_deliveries WHERE endpoint_id = $1', [id]);
+      await query('webhook_delete_attempts', 'DELETE FROM webhook_attempts WHERE endpoint_id = $1', [id]);
+      return true;
+    });
+  }
+
+  async listDeliveryAttempts(endpointId: string, user: string | null, limit: number): Promise<DeliveryAttempt[] | null> {
+    const { rows } = await this.#query<{
+      seq: string | null; event_id: string; plant_id: string; attempt: number; status: number | null;
+      error: string | null; at: Date; state: DeliveryState; next_attempt_at: Date | null;
+    }>(
+      'webhook_attempts_list',
+      `SELECT a.seq, a.event_id, a.plant_id, a.attempt, a.status, a.error, a.at, a.state, a.next_attempt_at
+       FROM webhook_endpoints e
+       LEFT JOIN LATERAL (
+         SELECT * FROM webhook_attempts WHERE endpoint_id = e.id ORDER BY seq DESC LIMIT $3
+       ) a ON true
+       WHERE e.id = $1 AND ($2::text IS NULL OR e.username = $2)
+       ORDER BY a.seq DESC`,
+      [endpointId, user, limit],
+    );
+    if (rows.length === 0) return null;
+    return rows.flatMap((r) => (r.seq === null ? [] : [{
+      eventId: r.event_id,
+      plantId: BigInt(r.plant_id),
+      attempt: r.attempt,
+      status: r.status,
+      error: r.error,
+      at: r.at,
+      state: r.state,
+      nextAttemptAt: r.state === 'pending' ? r.next_attempt_at : null,
+    }]));
+  }
+
+  /**
+   * One statement. Due rows are locked FOR UPDATE SKIP LOCKED, so a row another instance is claiming
+   * right now is passed over; a row it claimed a moment ago is rechecked when locked and is no longer
+   * due (its next_attempt_at is the lease's end). Then at most `perEndpoint` per endpoint, `limit` in all.
+   */
+  async claimDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]> {
+    if (request.limit <= 0 || request.perEndpoint <= 0) return [];
+    const scan = Math.max(request.limit * CLAIM_SCAN_FACTOR, CLAIM_SCAN_MIN);
+    const { rows } = await this.#query<{
+      seq: string; event_id: string; endpoint_id: string; url: string; secret: string; plant_id: string;
+      body: string; attempts: number;
+    }>(
+      'webhook_claim',
+      `WITH due AS (
+         SELECT seq, endpoint_id, next_attempt_at FROM webhook_deliveries
+         WHERE state = 'pending' AND next_attempt_at <= now() AND endpoint_id <> ALL($2::text[])
+         ORDER BY next_attempt_at, seq LIMIT $5
+         FOR UPDATE SKIP LOCKED
+       ), ranked AS (
+         SELECT seq, endpoint_id, next_attempt_at,
+                row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, seq) AS n
+         FROM due
+       ), picked AS (
+         SELECT r.seq FROM ranked r
+         JOIN webhook_endpoints e ON e.id = r.endpoint_id AND e.disabled_at IS NULL
+         WHERE r.n <= $3 ORDER BY r.next_attempt_at, r.seq LIMIT $4
+       )
+       UPDATE webhook_deliveries d
+       SET attempts = d.attempts + 1, next_attempt_at = now() + $6::float8 * interval '1 millisecond', leased_by = $1
+       FROM picked p, webhook_endpoints e
+       WHERE d.seq = p.seq AND e.id = d.endpoint_id
+       RETURNING d.seq, d.event_id, d.endpoint_id, e.url, e.secret, d.plant_id, d.body, d.attempts`,
+      [request.instance, request.busy, request.perEndpoint, request.limit, scan, request.leaseMs],
+    );
+    return rows
+      .map((r) => ({
+        seq: Number(r.seq),
+        eventId: r.event_id,
+        endpointId: r.endpoint_id,
+        url: r.url,
+        secret: r.secret,
+        plantId: BigInt(r.plant_id),
+        body: r.body,
+        attempt: r.attempts,
+      }))
+      .sort((a, b) => a.seq - b.seq);
+  }
+
+  /**
+   * One transaction. An event changes only while this instance's claim of this attempt holds it
+   * (leased_by, attempt count): a result that arrives after the lease ended and another instance claimed
+   * the event again leaves that claim alone. Every attempt made is recorded while its endpoint exists,
+   * stale ones too: the receiver did get the request.
+   */
+  async recordAttempts(instance: string, results: readonly AttemptResult[]): Promise<void> {
+    if (results.length === 0) return;
+    const sorted = [...results].sort((a, b) => a.at.getTime() - b.at.getTime());
+    const col = <T>(f: (r: AttemptResult) => T) => sorted.map(f);
+    const seqs = col((r) => r.delivery.seq);
+    const attempts = col((r) => r.delivery.attempt);
+    await this.#transaction(async (query) => {
+      // Holds off a delete of these endpoints until this commits (see deleteWebhook), so no attempt is
+      // recorded for an endpoint that is gone.
+      await query(
+        'webhook_record_lock',
+        `SELECT 1 FROM webhook_endpoints
+         WHERE id IN (SELECT endpoint_id FROM webhook_deliveries WHERE seq = ANY($1::bigint[])) FOR KEY SHARE`,
+        [seqs],
+      );
+      const { rows: gone } = await query<{ endpoint_id: string }>(
+        'webhook_record_update',
+        `UPDATE webhook_deliveries d
+         SET state = u.state,
+             next_attempt_at = CASE WHEN u.state = 'pending' THEN now() + u.retry_ms * interval '1 millisecond' END,
+             leased_by = NULL,
+             finished_at = CASE WHEN u.state = 'pending' THEN NULL ELSE now() END
+         FROM unnest($2::bigint[], $3::int[], $4::text[], $5::float8[], $6::text[])
+              AS u(seq, attempt, state, retry_ms, outcome)
+         WHERE d.seq = u.seq AND d.attempts = u.attempt AND d.leased_by = $1 AND d.state = 'pending'
+         RETURNING CASE WHEN u.outcome = 'gone' THEN d.endpoint_id END AS endpoint_id`,
+        [instance, seqs, attempts, col((r) => stateAfter(r.outcome)), col((r) => r.retryInMs ?? 0), col((r) => r.outcome)],
+      );
+      const goneEndpoints = [...new Set(gone.flatMap((r) => (r.endpoint_id === null ? [] : [r.endpoint_id])))];
+      if (goneEndpoints.length > 0) {
+        await query(
+          'webhook_record_gone',
+          `WITH ep AS (
+             UPDATE webhook_endpoints SET disabled_at = now(), disabled_reason = $2
+             WHERE id = ANY($1::text[]) AND disabled_at IS NULL RETURNING id
+           )
+           UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, leased_by = NULL, finished_at = now()
+           WHERE endpoint_id = ANY($1::text[]) AND state = 'pending'`,
+          [goneEndpoints, GONE_REASON],
+        );
+      }
+      await query(
+        'webhook_record_attempts',
+        `INSERT INTO webhook_attempts (endpoint_id, event_id, plant_id, attempt, status, error, at, state, next_attempt_at)
+         SELECT d.endpoint_id, d.event_id, d.plant_id, u.attempt, u.status, u.error, u.at, u.state,
+                CASE WHEN u.state = 'pending' THEN now() + u.retry_ms * interval '1 millisecond' END
+         FROM unnest($1::bigint[], $2::int[], $3::int[], $4::text[], $5::timestamptz[], $6::text[], $7::float8[])
+              WITH ORDINALITY AS u(seq, attempt, status, error, at, state, retry_ms, ord)
+         JOIN webhook_deliveries d ON d.seq = u.seq
+         ORDER BY u.ord`,
+        [seqs, attempts, col((r) => r.status), col((r) => r.error), col((r) => r.at), col((r) => stateAfter(r.outcome)),
+          col((r) => r.retryInMs ?? 0)],
+      );
+    });
+  }
+
+  async releaseDeliveries(instance: string, deliveries: readonly ClaimedDelivery[]): Promise<void> {
+    if (deliveries.length === 0) return;
+    await this.#query(
+      'webhook_release',
+      `UPDATE webhook_deliveries d
+       SET attempts = d.attempts - 1, next_attempt_at = now(), leased_by = NULL
+       FROM unnest($2::bigint[], $3::int[]) AS u(seq, attempt)
+       WHERE d.seq = u.seq AND d.attempts = u.attempt AND d.leased_by = $1 AND d.state = 'pending'`,
+      [instance, deliveries.map((d) => d.seq), deliveries.map((d) => d.attempt)],
+    );
+  }
+
+  async sweepWebhooks(before: Date): Promise<number> {
+    const { rows } = await this.#query<{ n: number }>(
+      'webhook_sweep',
+      `WITH d AS (
+         DELETE FROM webhook_deliveries WHERE state <> 'pending' AND finished_at < $1 RETURNING 1
+       ), a AS (
+         DELETE FROM webhook_attempts WHERE at < $1
+       )
+       SELECT count(*)::int AS n FROM d`,
+      [before],
+    );
+    return rows[0]?.n ?? 0;
   }
 
   async ping(): Promise<void> {

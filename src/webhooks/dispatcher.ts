@@ -26,6 +26,9 @@ const LEASE_MARGIN_MS = 30_000;
 /** Retry delays are lengthened by up to this fraction, so that failures at one moment do not retry in step. */
 const JITTER = 0.1;
 
+/** The reason the dispatcher aborts attempts at the shutdown deadline (the sender's own timeout has another). */
+const SHUTDOWN = Symbol('shutdown');
+
 /** Events of one endpoint held by this instance: in flight, and claimed but waiting for a free slot. */
 interface EndpointState {
   active: number;
@@ -129,7 +132,7 @@ export class Dispatcher {
       clearTimeout(timer);
       if (this.#inFlight.size > 0) {
         this.#log.warn({ inFlight: this.#inFlight.size }, 'webhook attempts still in flight at the drain deadline; aborting them for retry');
-        for (const controller of this.#inFlight) controller.abort();
+        for (const controller of this.#inFlight) controller.abort(SHUTDOWN);
         await idle;
       }
     }
@@ -224,7 +227,7 @@ export class Dispatcher {
     this.#inFlight.delete(controller);
     state.active--;
     // Aborted by the shutdown deadline: released (attempt count as before), not counted as a failure.
-    if (!controller.signal.aborted || result.status !== null) {
+    if (controller.signal.reason !== SHUTDOWN || result.status !== null) {
       this.#held.delete(delivery);
       this.#results.push(this.#outcome(delivery, result, at));
       this.#scheduleFlush();

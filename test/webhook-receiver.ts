@@ -24,6 +24,8 @@ export interface Receiver {
   readonly received: Received[];
   /** Resolves once `n` requests have arrived (rejects after `hangMs`: a hang bound, not a speed check). */
   waitFor(n: number, hangMs?: number): Promise<Received[]>;
+  /** Answers every request left hanging so far with `status`. */
+  answerHanging(status: number): void;
   /** Stops listening and drops every connection (a receiver that is down). */
   close(): Promise<void>;
   /** Listens again on the same port. */
@@ -80,6 +82,13 @@ export async function receiver(t: TestContext, answer: Answer = () => 200, port 
         const timer = setTimeout(() => reject(new Error(`receiver got ${received.length} requests, not ${n}, in ${hangMs} ms`)), hangMs);
         waiters.push({ n, resolve: () => { clearTimeout(timer); resolve(received); } });
       });
+    },
+    answerHanging(status) {
+      for (const res of hanging) {
+        res.statusCode = status;
+        res.end('ok');
+      }
+      hanging.clear();
     },
     close,
     async reopen() {

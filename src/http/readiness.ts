@@ -16,11 +16,16 @@ type StoreMethod = Exclude<keyof Store, 'backend'>;
 export class LateStore {
   readonly handle: Store;
   #open = false;
+  #eventsListener: (() => void) | undefined;
 
   constructor() {
     const notOpen = (): Promise<never> => Promise.reject(new StoreNotOpenError());
     const handle: Record<string, unknown> = { backend: 'not open', close: () => Promise.resolve() };
     for (const name of STORE_METHODS) if (name !== 'close') handle[name] = notOpen;
+    // Not a promise: kept until the store opens, then handed to it (a rejection here would go unhandled).
+    handle.onEventsQueued = (listener: () => void) => {
+      this.#eventsListener = listener;
+    };
     this.handle = handle as unknown as Store; // every member of Store is set above (STORE_METHODS is exhaustive)
   }
 
@@ -32,6 +37,7 @@ export class LateStore {
     const handle = this.handle as unknown as Record<string, unknown>;
     for (const name of STORE_METHODS) handle[name] = store[name].bind(store);
     handle.backend = store.backend;
+    if (this.#eventsListener) store.onEventsQueued(this.#eventsListener);
     this.#open = true;
   }
 }
@@ -39,7 +45,9 @@ export class LateStore {
 /** Exhaustive by construction: adding a method to Store without listing it here fails to compile. */
 const METHOD_SET: Record<StoreMethod, true> = {
   createPlant: true, listPlants: true, deletePlant: true, createToken: true, findTokenByHash: true,
-  listTokens: true, revokeToken: true, hit: true, cursorKey: true, ping: true, close: true,
+  listTokens: true, revokeToken: true, hit: true, cursorKey: true, onEventsQueued: true, createWebhook: true,
+  listWebhooks: true, deleteWebhook: true, listDeliveryAttempts: true, claimDeliveries: true, recordAttempts: true,
+  releaseDeliveries: true, sweepWebhooks: true, ping: true, close: true,
 };
 const STORE_METHODS = Object.keys(METHOD_SET) as StoreMethod[];
 

@@ -1,6 +1,9 @@
 import type { NewPlant, Plant } from '../domain/plant.js';
 import { PageCache } from './page-cache.js';
 import type {
+  AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, NewWebhookEndpoint, WebhookEndpoint,
+} from '../domain/webhook.js';
+import type {
   CacheableStore, CreateOutcome, ListQuery, NewTokenRecord, PlantPage, RateCount, Store, TokenRecord,
 } from './store.js';
 
@@ -87,6 +90,42 @@ class ListCachingStore implements Store {
 
   cursorKey(): Promise<Buffer> {
     return this.#inner.cursorKey();
+  }
+
+  onEventsQueued(listener: () => void): void {
+    this.#inner.onEventsQueued(listener);
+  }
+
+  createWebhook(endpoint: NewWebhookEndpoint, maxPerUser: number): Promise<WebhookEndpoint | 'limit'> {
+    return this.#inner.createWebhook(endpoint, maxPerUser);
+  }
+
+  listWebhooks(user: string | null): Promise<WebhookEndpoint[]> {
+    return this.#inner.listWebhooks(user);
+  }
+
+  deleteWebhook(id: string, user: string | null): Promise<boolean> {
+    return this.#inner.deleteWebhook(id, user);
+  }
+
+  listDeliveryAttempts(endpointId: string, user: string | null, limit: number): Promise<DeliveryAttempt[] | null> {
+    return this.#inner.listDeliveryAttempts(endpointId, user, limit);
+  }
+
+  claimDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]> {
+    return this.#inner.claimDeliveries(request);
+  }
+
+  recordAttempts(instance: string, results: readonly AttemptResult[]): Promise<void> {
+    return this.#inner.recordAttempts(instance, results);
+  }
+
+  releaseDeliveries(instance: string, deliveries: readonly ClaimedDelivery[]): Promise<void> {
+    return this.#inner.releaseDeliveries(instance, deliveries);
+  }
+
+  sweepWebhooks(before: Date): Promise<number> {
+    return this.#inner.sweepWebhooks(before);
   }
 
   ping(): Promise<void> {

@@ -27,6 +27,11 @@ export interface WriteQueueEvents {
   cannotWrite(error: unknown): void;
   /** Writes committed, none failed for that reason. */
   committed(): void;
+  /**
+   * A batch that ran its writes ended: committed (true) or rolled back (false). Called after the callers
+   * of a committed batch were answered, so that what the writes noted for after the commit happens then.
+   */
+  settled?(committed: boolean): void;
 }
 
 /**
@@ -116,7 +121,10 @@ export class WriteQueue {
       aborted = error;
       if (this.#db.inTransaction) this.#rollback.run();
     }
-    if (aborted !== undefined) return this.#fail(writes, aborted);
+    if (aborted !== undefined) {
+      this.#fail(writes, aborted);
+      return this.#events.settled?.(false);
+    }
     let cannotWrite: unknown;
     let committed = false;
     outcomes.forEach((o, i) => {
@@ -129,6 +137,7 @@ export class WriteQueue {
     });
     if (cannotWrite !== undefined) this.#events.cannotWrite(cannotWrite);
     else if (committed) this.#events.committed();
+    this.#events.settled?.(true);
   }
 
   #fail(writes: QueuedWrite[], error: unknown): void {

@@ -4,6 +4,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import { plantOf, plantOfColumns, samePlant, type NewPlant } from '../domain/plant.js';
+import {
+  webhookBody,
+  type AttemptResult, type ClaimedDelivery, type ClaimRequest, type DeliveryAttempt, type NewWebhookEndpoint, type WebhookEndpoint,
+} from '../domain/webhook.js';
 import { MemoryRateCounter } from './rate-counter.js';
 import {
   listCall, migrationValues, pageOf, pendingMigrations, statements, tokenOf, tokenValues,
@@ -12,6 +16,7 @@ import {
 import { currentUser, isBusy, isUnwritable, named, openFailure, storeError } from './sqlite-errors.js';
 import { identityOf, prepareStorePath, quickCheck, takeServerLock, watchIdentity } from './sqlite-file.js';
 import { FIRST_RETRY_MS, MAX_RETRY_MS, WriteQueue } from './sqlite-queue.js';
+import { SqliteWebhooks } from './sqlite-webhooks.js';
 import {
   StoreUnavailableError,
   type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type RateCount, type TokenRecord, type CacheableStore,
@@ -138,6 +143,10 @@ class SqliteStore implements CacheableStore {
   /** The last write failed because the store cannot be written (read-only, disk full, I/O error); /readyz says so. */
   #unwritable: { error: unknown; probedAt: number } | undefined;
   #stopWatch: (() => void) | undefined;
+  readonly #webhooks: SqliteWebhooks;
+  #eventsListener: (() => void) | undefined;
+  /** A write of the running batch queued webhook events: the listener is told once the batch commits. */
+  #eventsQueued = false;
 
   readonly #probe: () => void;
   readonly #insertPlant: Database.Statement<[string, bigint, string, string | null]>;
@@ -159,6 +168,7 @@ class SqliteStore implements CacheableStore {
       committed: () => {
         if (this.#unwritable) this.#canWrite();
       },
+      settled: (committed) => this.#batchSettled(committed),
     });
     // Rewrites one row as it is: a real write and fsync, the only way to learn whether the file can
     // be written (a file SQLite opened read-only still begins transactions).
@@ -180,6 +190,19 @@ class SqliteStore implements CacheableStore {
     this.#tokenByHash = db.prepare(SQL.tokenByHash);
     this.#tokens = db.prepare(SQL.tokens);
     this.#revokeToken = db.prepare(SQL.revokeToken);
+    this.#webhooks = new SqliteWebhooks(db);
+  }
+
+  #batchSettled(committed: boolean): void {
+    if (!this.#eventsQueued) return;
+    this.#eventsQueued = false;
+    if (!committed || !this.#eventsListener) return;
+    try {
+      this.#eventsListener();
+    } catch (error) {
+      // The listener only hurries the dispatcher, which polls anyway; it must not break the write queue.
+      this.#file.logger?.error({ err: error }, 'the webhook events listener failed');
+    }
   }
 
   /** Server only: learn now whether the file can be written, and from now on whether it is still the file at its path. */
@@ -235,7 +258,11 @@ class SqliteStore implements CacheableStore {
 
   createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome> {
     return this.#writes.add(() => {
-      if (this.#insertPlant.run(owner, plant.id, plant.name, plant.tag ?? null).changes === 1) return 'created';
+      if (this.#insertPlant.run(owner, plant.id, plant.name, plant.tag ?? null).changes === 1) {
+        // The outbox, in the same transaction: the events commit with the plant or not at all.
+        if (this.#webhooks.queueEvents(owner, plant.id, webhookBody(plant), Date.now())) this.#eventsQueued = true;
+        return 'created';
+      }
       // Same transaction as the insert, so the row that conflicted is still there.
       const stored = this.#findPlant.get(owner, plant.id);
       if (!stored) throw new Error('conflicting plant row not found');
@@ -310,6 +337,54 @@ class SqliteStore implements CacheableStore {
       if (this.#cursorKey === undefined) throw new Error('the cursor key upsert returned no row');
     }
     return this.#cursorKey;
+  }
+
+  onEventsQueued(listener: () => void): void {
+    this.#eventsListener = listener;
+  }
+
+  createWebhook(endpoint: NewWebhookEndpoint, maxPerUser: number): Promise<WebhookEndpoint | 'limit'> {
+    return this.#writes.add(() => this.#webhooks.create(endpoint, maxPerUser, Date.now()));
+  }
+
+  async listWebhooks(user: string | null): Promise<WebhookEndpoint[]> {
+    return this.#read(() => this.#webhooks.list(user));
+  }
+
+  deleteWebhook(id: string, user: string | null): Promise<boolean> {
+    return this.#writes.add(() => this.#webhooks.delete(id, user));
+  }
+
+  async listDeliveryAttempts(endpointId: string, user: string | null, limit: number): Promise<DeliveryAttempt[] | null> {
+    return this.#read(() => this.#webhooks.attempts(endpointId, user, limit));
+  }
+
+  claimDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]> {
+    return this.#writes.add(() => this.#webhooks.claim(request, Date.now()));
+  }
+
+  async recordAttempts(instance: string, results: readonly AttemptResult[]): Promise<void> {
+    if (results.length === 0) return;
+    await this.#writes.add(() => this.#webhooks.record(instance, results, Date.now()));
+  }
+
+  async releaseDeliveries(instance: string, deliveries: readonly ClaimedDelivery[]): Promise<void> {
+    if (deliveries.length === 0) return;
+    await this.#writes.add(() => this.#webhooks.release(instance, deliveries, Date.now()));
+  }
+
+  sweepWebhooks(before: Date): Promise<number> {
+    return this.#writes.add(() => this.#webhooks.sweep(before.getTime()));
+  }
+
+  /** A read outside the write queue: refused while the store is unavailable, SQLite's failures as store errors. */
+  #read<T>(read: () => T): T {
+    this.assertReadable();
+    try {
+      return read();
+    } catch (error) {
+      throw storeError(error);
+    }
   }
 
   /** Ready: the file is still the store's, it can be read, and (after a failed write) written. */

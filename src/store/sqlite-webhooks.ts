@@ -1,0 +1,235 @@
+import type Database from 'better-sqlite3';
+import type {
+  AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, DeliveryState, NewWebhookEndpoint, WebhookEndpoint,
+} from '../domain/webhook.js';
+
+/** Why an endpoint was disabled when its receiver answered 410 (the same text on every backend). */
+export const GONE_REASON = 'the receiver answered 410 Gone';
+
+/** The event's state after an attempt with this outcome (as webhook_attempts.state records it). */
+function stateAfter(outcome: AttemptResult['outcome']): DeliveryState {
+  return outcome === 'delivered' ? 'delivered' : outcome === 'retry' ? 'pending' : 'failed';
+}
+
+interface EndpointRow {
+  readonly id: string;
+  readonly username: string;
+  readonly all_users: number;
+  readonly url: string;
+  readonly description: string | null;
+  readonly created_at: number;
+  readonly disabled_at: number | null;
+  readonly disabled_reason: string | null;
+}
+
+/** Never the secret: only claims need it. */
+const ENDPOINT_COLUMNS = 'id, username, all_users, url, description, created_at, disabled_at, disabled_reason';
+
+function endpointOf(row: EndpointRow): WebhookEndpoint {
+  return {
+    id: row.id,
+    user: row.username,
+    allUsers: row.all_users === 1,
+    url: row.url,
+    description: row.description,
+    createdAt: new Date(row.created_at),
+    disabledAt: row.disabled_at === null ? null : new Date(row.disabled_at),
+    disabledReason: row.disabled_reason,
+  };
+}
+
+/** plant_id is read as text: an int64 past 2^53 would lose digits as a JS number. */
+interface AttemptRow {
+  readonly event_id: string;
+  readonly plant_id: string;
+  readonly attempt: number;
+  readonly status: number | null;
+  readonly error: string | null;
+  readonly at: number;
+  readonly state: DeliveryState;
+  readonly next_attempt_at: number | null;
+}
+
+interface DueRow {
+  readonly seq: number;
+  readonly event_id: string;
+  readonly endpoint_id: string;
+  readonly url: string;
+  readonly secret: string;
+  readonly plant_id: string;
+  readonly body: string;
+  readonly attempts: number;
+}
+
+/**
+ * The webhook statements of a SQLite store, prepared once. Every method here runs synchronously inside
+ * a transaction the store's write queue began (writes) or outside any (reads); none waits for a lock.
+ */
+export class SqliteWebhooks {
+  readonly #queue: Database.Statement<[bigint, string, number, number, string]>;
+  readonly #countUser: Database.Statement<[string], number>;
+  readonly #insert: Database.Statement<unknown[], EndpointRow>;
+  readonly #listAll: Database.Statement<[], EndpointRow>;
+  readonly #listUser: Database.Statement<[string], EndpointRow>;
+  readonly #find: Database.Statement<[{ id: string; user: string | null }], { id: string }>;
+  readonly #deleteEndpoint: Database.Statement<[string]>;
+  readonly #deleteDeliveries: Database.Statement<[string]>;
+  readonly #deleteAttempts: Database.Statement<[string]>;
+  readonly #attempts: Database.Statement<[string, number], AttemptRow>;
+  readonly #due: Database.Statement<[{ now: number; busy: string; perEndpoint: number; limit: number }], DueRow>;
+  readonly #lease: Database.Statement<[number, string, number]>;
+  readonly #settle: Database.Statement<[{ state: string; next: number | null; finished: number | null; seq: number; instance: string; attempt: number }]>;
+  readonly #recordAttempt: Database.Statement<[{ seq: number; attempt: number; status: number | null; error: string | null; at: number; state: string; next: number | null }]>;
+  readonly #disable: Database.Statement<[number, string, string]>;
+  readonly #failPending: Database.Statement<[number, string]>;
+  readonly #release: Database.Statement<[number, number, string, number]>;
+  readonly #sweepDeliveries: Database.Statement<[number]>;
+  readonly #sweepAttempts: Database.Statement<[number]>;
+
+  constructor(db: Database.Database) {
+    // The outbox: on the create's hot path. With no endpoint it is one index-free scan of an empty
+    // (or small) table; the event id is made by SQLite, so nothing is computed per endpoint here.
+    this.#queue = db.prepare(
+      `INSERT INTO webhook_deliveries (event_id, endpoint_id, plant_id, body, state, attempts, next_attempt_at, created_at)
+       SELECT 'msg_' || lower(hex(randomblob(16))), id, ?, ?, 'pending', 0, ?, ?
+       FROM webhook_endpoints WHERE disabled_at IS NULL AND (all_users = 1 OR username = ?)`,
+    );
+    this.#countUser = db.prepare<[string], number>('SELECT count(*) FROM webhook_endpoints WHERE username = ?').pluck();
+    this.#insert = db.prepare(
+      `INSERT INTO webhook_endpoints (id, username, all_users, url, description, secret, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING ${ENDPOINT_COLUMNS}`,
+    );
+    // rowid: creation order even within one millisecond.
+    this.#listAll = db.prepare(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY rowid`);
+    this.#listUser = db.prepare(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE username = ? ORDER BY rowid`);
+    this.#find = db.prepare('SELECT id FROM webhook_endpoints WHERE id = @id AND (@user IS NULL OR username = @user)');
+    this.#deleteEndpoint = db.prepare('DELETE FROM webhook_endpoints WHERE id = ?');
+    this.#deleteDeliveries = db.prepare('DELETE FROM webhook_deliveries WHERE endpoint_id = ?');
+    this.#deleteAttempts = db.prepare('DELETE FROM webhook_attempts WHERE endpoint_id = ?');
+    this.#attempts = db.prepare(
+      `SELECT event_id, CAST(plant_id AS TEXT) AS plant_id, attempt, status, error, at, state, next_attempt_at
+       FROM webhook_attempts WHERE endpoint_id = ? ORDER BY seq DESC LIMIT ?`,
+    );
+    // Due: pending, its time come (a live claim's time is its lease's end), its endpoint enabled and not
+    // busy here; then at most perEndpoint per endpoint and limit in all, oldest due first.
+    this.#due = db.prepare(
+      `SELECT seq, event_id, endpoint_id, url, secret, plant_id, body, attempts FROM (
+         SELECT d.seq, d.event_id, d.endpoint_id, e.url, e.secret, CAST(d.plant_id AS TEXT) AS plant_id, d.body,
+                d.attempts, d.next_attempt_at,
+                row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.seq) AS n
+         FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+         WHERE d.state = 'pending' AND d.next_attempt_at <= @now AND e.disabled_at IS NULL
+           AND d.endpoint_id NOT IN (SELECT value FROM json_each(@busy))
+       ) WHERE n <= @perEndpoint ORDER BY next_attempt_at, seq LIMIT @limit`,
+    );
+    this.#lease = db.prepare('UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ?, leased_by = ? WHERE seq = ?');
+    // Only under this instance's live claim of this attempt: a result that comes back after the lease
+    // ended and another instance claimed the event again must not overwrite that claim.
+    this.#settle = db.prepare(
+      `UPDATE webhook_deliveries SET state = @state, next_attempt_at = @next, finished_at = @finished, leased_by = NULL
+       WHERE seq = @seq AND leased_by = @instance AND attempts = @attempt AND state = 'pending'`,
+    );
+    // Every attempt made is recorded while its event exists, stale ones too: the receiver got the request.
+    this.#recordAttempt = db.prepare(
+      `INSERT INTO webhook_attempts (endpoint_id, event_id, plant_id, attempt, status, error, at, state, next_attempt_at)
+       SELECT endpoint_id, event_id, plant_id, @attempt, @status, @error, @at, @state, @next FROM webhook_deliveries WHERE seq = @seq`,
+    );
+    this.#disable = db.prepare('UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL');
+    this.#failPending = db.prepare(
+      `UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, leased_by = NULL, finished_at = ?
+       WHERE endpoint_id = ? AND state = 'pending'`,
+    );
+    this.#release = db.prepare(
+      `UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = ?, leased_by = NULL
+       WHERE seq = ? AND leased_by = ? AND attempts = ? AND state = 'pending'`,
+    );
+    this.#sweepDeliveries = db.prepare("DELETE FROM webhook_deliveries WHERE state <> 'pending' AND finished_at < ?");
+    this.#sweepAttempts = db.prepare('DELETE FROM webhook_attempts WHERE at < ?');
+  }
+
+  /** In the create's transaction: one event per endpoint that receives `owner`'s plant. True when any was queued. */
+  queueEvents(owner: string, id: bigint, body: string, now: number): boolean {
+    return this.#queue.run(id, body, now, now, owner).changes > 0;
+  }
+
+  create(endpoint: NewWebhookEndpoint, maxPerUser: number, now: number): WebhookEndpoint | 'limit' {
+    // In the queue's write transaction (BEGIN IMMEDIATE): nobody else writes between count and insert.
+    if (this.#countUser.get(endpoint.user)! >= maxPerUser) return 'limit';
+    const row = this.#insert.get(
+      endpoint.id, endpoint.user, endpoint.allUsers ? 1 : 0, endpoint.url, endpoint.description, endpoint.secret, now,
+    );
+    if (!row) throw new Error('webhook insert returned no row');
+    return endpointOf(row);
+  }
+
+  list(user: string | null): WebhookEndpoint[] {
+    return (user === null ? this.#listAll.all() : this.#listUser.all(user)).map(endpointOf);
+  }
+
+  delete(id: string, user: string | null): boolean {
+    if (!this.#find.get({ id, user })) return false;
+    this.#deleteDeliveries.run(id);
+    this.#deleteAttempts.run(id);
+    this.#deleteEndpoint.run(id);
+    return true;
+  }
+
+  attempts(endpointId: string, user: string | null, limit: number): DeliveryAttempt[] | null {
+    if (!this.#find.get({ id: endpointId, user })) return null;
+    return this.#attempts.all(endpointId, limit).map((r) => ({
+      eventId: r.event_id,
+      plantId: BigInt(r.plant_id),
+      attempt: r.attempt,
+      status: r.status,
+      error: r.error,
+      at: new Date(r.at),
+      state: r.state,
+      nextAttemptAt: r.state === 'pending' && r.next_attempt_at !== null ? new Date(r.next_attempt_at) : null,
+    }));
+  }
+
+  claim(request: ClaimRequest, now: number): ClaimedDelivery[] {
+    if (request.limit <= 0 || request.perEndpoint <= 0) return [];
+    const due = this.#due.all({ now, busy: JSON.stringify(request.busy), perEndpoint: request.perEndpoint, limit: request.limit });
+    const leaseEnd = now + request.leaseMs;
+    return due.map((r) => {
+      this.#lease.run(leaseEnd, request.instance, r.seq);
+      return {
+        seq: r.seq,
+        eventId: r.event_id,
+        endpointId: r.endpoint_id,
+        url: r.url,
+        secret: r.secret,
+        plantId: BigInt(r.plant_id),
+        body: r.body,
+        attempt: r.attempts + 1,
+      };
+    });
+  }
+
+  record(instance: string, results: readonly AttemptResult[], now: number): void {
+    // In the order they were made, so that the attempt list reads as it happened.
+    const sorted = [...results].sort((a, b) => a.at.getTime() - b.at.getTime());
+    for (const r of sorted) {
+      const state = stateAfter(r.outcome);
+      const next = state === 'pending' ? now + (r.retryInMs ?? 0) : null;
+      const { seq, attempt } = r.delivery;
+      this.#recordAttempt.run({ seq, attempt, status: r.status, error: r.error, at: r.at.getTime(), state, next });
+      const held = this.#settle.run({ state, next, finished: state === 'pending' ? null : now, seq, instance, attempt }).changes === 1;
+      if (held && r.outcome === 'gone') {
+        this.#disable.run(now, GONE_REASON, r.delivery.endpointId);
+        this.#failPending.run(now, r.delivery.endpointId);
+      }
+    }
+  }
+
+  release(instance: string, deliveries: readonly ClaimedDelivery[], now: number): void {
+    for (const d of deliveries) this.#release.run(now, d.seq, instance, d.attempt);
+  }
+
+  sweep(before: number): number {
+    const removed = this.#sweepDeliveries.run(before).changes;
+    this.#sweepAttempts.run(before);
+    return removed;
+  }
+}

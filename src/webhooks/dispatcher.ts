@@ -23,6 +23,20 @@ const DEFAULT_POLL_INTERVAL_MS = 1000;
 const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
 /** A claim outlives the attempt by this much beyond twice its timeout (a queued wait plus the attempt). */
 const LEASE_MARGIN_MS = 30_000;
+/**
+ * A claim takes up to this many rounds of an endpoint's in-flight cap at once: every claim is a write
+ * transaction, and one endpoint with a backlog would otherwise cost one per WEBHOOK_ENDPOINT_CONCURRENCY
+ * events. The extra events wait locally for a slot (and are given back if their lease runs short).
+ */
+const CLAIM_ROUNDS = 8;
+/** Events held locally (in flight and waiting) stay within this multiple of WEBHOOK_CONCURRENCY. */
+const HELD_FACTOR = CLAIM_ROUNDS;
+/** Attempt results wait at most this long to be recorded together... */
+const RECORD_DELAY_MS = 20;
+/** ...or until this many are ready. */
+const RECORD_BATCH = 256;
+/** An event that waited so long that its attempt might outlast its lease is released, not started. */
+const START_MARGIN_MS = 5000;
 /** Retry delays are lengthened by up to this fraction, so that failures at one moment do not retry in step. */
 const JITTER = 0.1;
 
@@ -31,17 +45,27 @@ const SHUTDOWN = Symbol('shutdown');
 
 /** Events of one endpoint held by this instance: in flight, and claimed but waiting for a free slot. */
 interface EndpointState {
+  readonly id: string;
   active: number;
-  readonly waiting: ClaimedDelivery[];
+  /** The store may have more of its events due: it was left out of a claim, or a claim took its maximum. */
+  more: boolean;
+  readonly waiting: Waiting[];
+}
+
+interface Waiting {
+  readonly delivery: ClaimedDelivery;
+  /** Past this (epoch ms), an attempt started now might outlast the claim: the event is released instead. */
+  readonly startBy: number;
 }
 
 /**
  * Delivers the events the store queues (the transactional outbox): claims due events under a lease,
  * sends one attempt each (sender.ts), and records how each ended, in batches.
  *
- * - Bounded: at most WEBHOOK_CONCURRENCY events held (in flight or waiting) in all, and at most
- *   WEBHOOK_ENDPOINT_CONCURRENCY in flight per endpoint. An endpoint at its cap is left out of claims
- *   (`busy`), so a dead or slow receiver ties up its own slots only and never delays the others.
+ * - Bounded: at most WEBHOOK_CONCURRENCY attempts in flight in all, and at most
+ *   WEBHOOK_ENDPOINT_CONCURRENCY per endpoint. Claimed events beyond an endpoint's free slots wait locally;
+ *   an endpoint with a full round waiting is left out of claims (`busy`), so a dead or slow receiver ties
+ *   up its own slots and its own queue only, and never delays the others.
  * - Prompt: the store wakes the dispatcher after a commit that queued events; a poll finds the rest
  *   (retries coming due, expired claims of a dead instance, other instances' creates). One claim at a time;
  *   when a claim came back full there may be more, so another follows as slots free up.
@@ -60,6 +84,10 @@ export class Dispatcher {
   readonly #leaseMs: number;
 
   readonly #endpoints = new Map<string, EndpointState>();
+  /** Endpoints with events waiting while every global slot was taken, in the order they got stuck. */
+  readonly #starved = new Set<EndpointState>();
+  /** Events whose lease ran short while they waited: released in the next flush. */
+  #expiring: ClaimedDelivery[] = [];
   /** Events claimed and not yet attempted, recorded or released. */
   readonly #held = new Set<ClaimedDelivery>();
   /** Abort handles of the attempts in flight (for the shutdown deadline). */
@@ -70,7 +98,8 @@ export class Dispatcher {
   #backlog = false;
 
   #results: AttemptResult[] = [];
-  #flushScheduled = false;
+  #flushTimer: NodeJS.Timeout | undefined;
+  #flushNow = false;
   #recording: Promise<void> | null = null;
 
   #poll: NodeJS.Timeout | undefined;
@@ -144,24 +173,31 @@ export class Dispatcher {
         this.#log.warn({ err, events: unattempted.length }, 'could not release webhook claims; they will be retried when their lease ends');
       });
     }
+    clearTimeout(this.#flushTimer);
     await this.#flush();
     await this.#sender.close().catch(() => undefined);
   }
 
-  #wake(): void {
+  /**
+   * Claims now, or after the claim under way when `news` (events queued, the poll): those may be events
+   * that claim did not see. Room freed by an attempt during a claim needs no second one: the claim's
+   * answer says afresh which endpoints have more due (EndpointState.more), and the next attempt to end
+   * wakes it then.
+   */
+  #wake(news = true): void {
     if (this.#stopping) return;
     if (this.#claiming) {
-      this.#claimAgain = true;
+      if (news) this.#claimAgain = true;
       return;
     }
     void this.#claim();
   }
 
-  /** Endpoints this instance will not take more of now: their events in flight and waiting fill their cap. */
+  /** Endpoints this instance will not take more of now: a full round of their events waits already. */
   #busy(): string[] {
     const cap = this.#settings.webhookEndpointConcurrency;
     const busy: string[] = [];
-    for (const [id, state] of this.#endpoints) if (state.active + state.waiting.length >= cap) busy.push(id);
+    for (const [id, state] of this.#endpoints) if (state.waiting.length >= cap) busy.push(id);
     return busy;
   }
 
@@ -170,23 +206,28 @@ export class Dispatcher {
     try {
       do {
         this.#claimAgain = false;
-        const limit = this.#settings.webhookConcurrency - this.#held.size;
+        const concurrency = this.#settings.webhookConcurrency;
+        const limit = Math.min(concurrency - this.#inFlight.size, HELD_FACTOR * concurrency - this.#held.size);
         if (limit <= 0) break;
-        const perEndpoint = this.#settings.webhookEndpointConcurrency;
+        const perEndpoint = this.#settings.webhookEndpointConcurrency * CLAIM_ROUNDS;
         const busy = this.#busy();
+        const claimedAt = Date.now();
         const claimed = await this.#store.claimDeliveries({
           instance: this.instance, limit, perEndpoint, busy, leaseMs: this.#leaseMs,
         });
         this.#storeBack();
+        const startBy = claimedAt + this.#leaseMs - this.#settings.webhookTimeoutMs - START_MARGIN_MS;
         const counts = new Map<string, number>();
         for (const delivery of claimed) {
           this.#held.add(delivery);
           counts.set(delivery.endpointId, (counts.get(delivery.endpointId) ?? 0) + 1);
-          this.#endpoint(delivery.endpointId).waiting.push(delivery);
+          this.#endpoint(delivery.endpointId).waiting.push({ delivery, startBy });
         }
-        // Full in all, full for one endpoint, or some endpoints left out as busy: the store may have more
-        // due, to claim as soon as a slot frees up (rather than at the next poll).
-        this.#backlog = claimed.length >= limit || busy.length > 0 || [...counts.values()].some((n) => n >= perEndpoint);
+        // Full in all, or for one endpoint, or endpoints left out as busy: the store may have more due, to
+        // claim as soon as there is room for it (rather than at the next poll).
+        this.#backlog = claimed.length >= limit;
+        const left = new Set(busy);
+        for (const [id, state] of this.#endpoints) state.more = left.has(id) || (counts.get(id) ?? 0) >= perEndpoint;
         if (this.#stopping) break;
         for (const id of counts.keys()) this.#pump(id);
       } while (this.#claimAgain && !this.#stopping);
@@ -200,23 +241,43 @@ export class Dispatcher {
   #endpoint(id: string): EndpointState {
     let state = this.#endpoints.get(id);
     if (!state) {
-      state = { active: 0, waiting: [] };
+      state = { id, active: 0, more: false, waiting: [] };
       this.#endpoints.set(id, state);
     }
     return state;
   }
 
-  /** Starts the endpoint's waiting events while it has free slots. */
+  /**
+   * Starts the endpoint's waiting events while it and the instance have free slots. When the instance's
+   * slots ran out first, the endpoint is noted and started again when one frees up (#attempt).
+   */
   #pump(endpointId: string): void {
     const state = this.#endpoints.get(endpointId);
     if (!state) return;
     const cap = this.#settings.webhookEndpointConcurrency;
+    const now = Date.now();
     while (state.active < cap && state.waiting.length > 0 && !this.#stopping) {
-      const delivery = state.waiting.shift() as ClaimedDelivery;
+      if (this.#inFlight.size >= this.#settings.webhookConcurrency) {
+        this.#starved.add(state);
+        return;
+      }
+      const { delivery, startBy } = state.waiting.shift() as Waiting;
+      if (now > startBy) {
+        this.#expire(delivery);
+        continue;
+      }
       state.active++;
       void this.#attempt(delivery, state);
     }
+    this.#starved.delete(state);
     if (state.active === 0 && state.waiting.length === 0) this.#endpoints.delete(endpointId);
+  }
+
+  /** Gives back an event that waited too long for a slot: another attempt must not overlap a new claim. */
+  #expire(delivery: ClaimedDelivery): void {
+    this.#held.delete(delivery);
+    this.#expiring.push(delivery);
+    this.#scheduleFlush();
   }
 
   async #attempt(delivery: ClaimedDelivery, state: EndpointState): Promise<void> {
@@ -234,7 +295,17 @@ export class Dispatcher {
     }
     if (this.#inFlight.size === 0 && this.#idle) this.#idle();
     this.#pump(delivery.endpointId);
-    if (this.#backlog) this.#wake();
+    // A global slot freed: endpoints that waited for one go first, oldest first.
+    for (const starved of this.#starved) {
+      if (this.#inFlight.size >= this.#settings.webhookConcurrency) break;
+      this.#pump(starved.id);
+    }
+    if (this.#backlog || this.#roomFor(state)) this.#wake(false);
+  }
+
+  /** The endpoint has more due in the store and room to queue it: a claim would get some. */
+  #roomFor(state: EndpointState): boolean {
+    return state.more && state.waiting.length < this.#settings.webhookEndpointConcurrency;
   }
 
   #outcome(delivery: ClaimedDelivery, { status, error }: SendResult, at: Date): AttemptResult {
@@ -249,23 +320,41 @@ export class Dispatcher {
     return { delivery, outcome: 'retry', status, error, at, retryInMs };
   }
 
-  /** Results are recorded together: those that end in one turn of the event loop, in one transaction. */
+  /**
+   * Results are recorded together, those of up to RECORD_DELAY_MS in one transaction (at once when a
+   * full batch is ready): each recording is a commit, and on SQLite a synchronous one, during which no
+   * attempt progresses. A wait this short changes nothing for anyone reading the attempts.
+   */
   #scheduleFlush(): void {
-    if (this.#flushScheduled) return;
-    this.#flushScheduled = true;
-    setImmediate(() => {
-      this.#flushScheduled = false;
+    if (this.#results.length + this.#expiring.length >= RECORD_BATCH) {
+      clearTimeout(this.#flushTimer);
+      this.#flushTimer = undefined;
+      if (!this.#flushNow) {
+        this.#flushNow = true;
+        setImmediate(() => {
+          this.#flushNow = false;
+          void this.#flush();
+        });
+      }
+      return;
+    }
+    this.#flushTimer ??= setTimeout(() => {
+      this.#flushTimer = undefined;
       void this.#flush();
-    });
+    }, RECORD_DELAY_MS);
   }
 
-  /** Records every collected result; one recording at a time, the next batch after it. */
+  /** Records every collected result (and releases expiring claims); one at a time, the next batch after it. */
   async #flush(): Promise<void> {
     while (this.#recording) await this.#recording;
-    if (this.#results.length === 0) return;
+    if (this.#results.length === 0 && this.#expiring.length === 0) return;
     const batch = this.#results;
+    const expiring = this.#expiring;
     this.#results = [];
-    this.#recording = this.#store.recordAttempts(this.instance, batch).then(
+    this.#expiring = [];
+    const release = expiring.length === 0 ? Promise.resolve() : this.#store.releaseDeliveries(this.instance, expiring);
+    const record = batch.length === 0 ? Promise.resolve() : this.#store.recordAttempts(this.instance, batch);
+    this.#recording = Promise.all([release, record]).then(
       () => this.#storeBack(),
       // The attempts happened but are not recorded: their claims expire and they are made again
       // (at least once; the receiver deduplicates by webhook-id).

@@ -31,6 +31,11 @@ const LEASE_MARGIN_MS = 30_000;
 const CLAIM_ROUNDS = 8;
 /** Events held locally (in flight and waiting) stay within this multiple of WEBHOOK_CONCURRENCY. */
 const HELD_FACTOR = CLAIM_ROUNDS;
+/**
+ * Claims are at least this far apart. Under a stream of creates every commit announces new events; one
+ * claim every few milliseconds takes them all at once, instead of one commit per announcement.
+ */
+const CLAIM_INTERVAL_MS = 10;
 /** Attempt results wait at most this long to be recorded together... */
 const RECORD_DELAY_MS = 20;
 /** ...or until this many are ready. */
@@ -93,6 +98,9 @@ export class Dispatcher {
   /** Abort handles of the attempts in flight (for the shutdown deadline). */
   readonly #inFlight = new Set<AbortController>();
   #claiming = false;
+  /** When the last claim was sent (epoch ms), and the timer that spaces claims out. */
+  #lastClaim = 0;
+  #claimTimer: NodeJS.Timeout | undefined;
   #claimAgain = false;
   /** The last claim came back full: more may be due, so claim again as slots free up. */
   #backlog = false;
@@ -149,6 +157,7 @@ export class Dispatcher {
   async #stop(deadline: number): Promise<void> {
     clearInterval(this.#poll);
     clearInterval(this.#sweep);
+    clearTimeout(this.#claimTimer);
     if (this.#started) this.#store.onEventsQueued(() => undefined);
     // Events waiting for a slot are not started now; a claim in flight adds its events to `waiting`.
     while (this.#claiming) await new Promise((resolve) => setTimeout(resolve, 5));
@@ -190,6 +199,15 @@ export class Dispatcher {
       if (news) this.#claimAgain = true;
       return;
     }
+    if (this.#claimTimer) return;
+    const wait = this.#lastClaim + CLAIM_INTERVAL_MS - Date.now();
+    if (wait > 0) {
+      this.#claimTimer = setTimeout(() => {
+        this.#claimTimer = undefined;
+        this.#wake();
+      }, wait);
+      return;
+    }
     void this.#claim();
   }
 
@@ -203,38 +221,43 @@ export class Dispatcher {
 
   async #claim(): Promise<void> {
     this.#claiming = true;
+    this.#claimAgain = false;
     try {
-      do {
-        this.#claimAgain = false;
-        const concurrency = this.#settings.webhookConcurrency;
-        const limit = Math.min(concurrency - this.#inFlight.size, HELD_FACTOR * concurrency - this.#held.size);
-        if (limit <= 0) break;
-        const perEndpoint = this.#settings.webhookEndpointConcurrency * CLAIM_ROUNDS;
-        const busy = this.#busy();
-        const claimedAt = Date.now();
-        const claimed = await this.#store.claimDeliveries({
-          instance: this.instance, limit, perEndpoint, busy, leaseMs: this.#leaseMs,
-        });
-        this.#storeBack();
-        const startBy = claimedAt + this.#leaseMs - this.#settings.webhookTimeoutMs - START_MARGIN_MS;
-        const counts = new Map<string, number>();
-        for (const delivery of claimed) {
-          this.#held.add(delivery);
-          counts.set(delivery.endpointId, (counts.get(delivery.endpointId) ?? 0) + 1);
-          this.#endpoint(delivery.endpointId).waiting.push({ delivery, startBy });
-        }
-        // Full in all, or for one endpoint, or endpoints left out as busy: the store may have more due, to
-        // claim as soon as there is room for it (rather than at the next poll).
-        this.#backlog = claimed.length >= limit;
-        const left = new Set(busy);
-        for (const [id, state] of this.#endpoints) state.more = left.has(id) || (counts.get(id) ?? 0) >= perEndpoint;
-        if (this.#stopping) break;
-        for (const id of counts.keys()) this.#pump(id);
-      } while (this.#claimAgain && !this.#stopping);
+      const concurrency = this.#settings.webhookConcurrency;
+      const limit = Math.min(concurrency - this.#inFlight.size, HELD_FACTOR * concurrency - this.#held.size);
+      if (limit <= 0) {
+        // Full: claim again as soon as an attempt ends.
+        this.#backlog = true;
+        return;
+      }
+      const perEndpoint = this.#settings.webhookEndpointConcurrency * CLAIM_ROUNDS;
+      const busy = this.#busy();
+      const claimedAt = Date.now();
+      this.#lastClaim = claimedAt;
+      const claimed = await this.#store.claimDeliveries({
+        instance: this.instance, limit, perEndpoint, busy, leaseMs: this.#leaseMs,
+      });
+      this.#storeBack();
+      const startBy = claimedAt + this.#leaseMs - this.#settings.webhookTimeoutMs - START_MARGIN_MS;
+      const counts = new Map<string, number>();
+      for (const delivery of claimed) {
+        this.#held.add(delivery);
+        counts.set(delivery.endpointId, (counts.get(delivery.endpointId) ?? 0) + 1);
+        this.#endpoint(delivery.endpointId).waiting.push({ delivery, startBy });
+      }
+      // Full in all, or for one endpoint, or endpoints left out as busy: the store may have more due, to
+      // claim as soon as there is room for it (rather than at the next poll).
+      this.#backlog = claimed.length >= limit;
+      const left = new Set(busy);
+      for (const [id, state] of this.#endpoints) state.more = left.has(id) || (counts.get(id) ?? 0) >= perEndpoint;
+      if (this.#stopping) return;
+      for (const id of counts.keys()) this.#pump(id);
     } catch (err) {
       this.#storeDown(err, 'claiming webhook deliveries failed');
     } finally {
       this.#claiming = false;
+      // News that came during the claim: another, spaced out by CLAIM_INTERVAL_MS.
+      if (this.#claimAgain) this.#wake();
     }
   }
 

@@ -1,6 +1,9 @@
 import type Database from 'better-sqlite3';
-import type {
-  AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, DeliveryState, NewWebhookEndpoint, WebhookEndpoint,
+import type { NewPlant } from '../domain/plant.js';
+import {
+  webhookBody,
+  type AttemptResult, type ClaimedDelivery, type ClaimRequest, type DeliveryAttempt, type DeliveryState,
+  type NewWebhookEndpoint, type WebhookEndpoint,
 } from '../domain/webhook.js';
 
 /** Why an endpoint was disabled when its receiver answered 410 (the same text on every backend). */
@@ -66,6 +69,7 @@ interface DueRow {
  * a transaction the store's write queue began (writes) or outside any (reads); none waits for a lock.
  */
 export class SqliteWebhooks {
+  readonly #receives: Database.Statement<[string], number>;
   readonly #queue: Database.Statement<[bigint, string, number, number, string]>;
   readonly #countUser: Database.Statement<[string], number>;
   readonly #insert: Database.Statement<unknown[], EndpointRow>;
@@ -87,8 +91,12 @@ export class SqliteWebhooks {
   readonly #sweepAttempts: Database.Statement<[number]>;
 
   constructor(db: Database.Database) {
-    // The outbox: on the create's hot path. With no endpoint it is one index-free scan of an empty
-    // (or small) table; the event id is made by SQLite, so nothing is computed per endpoint here.
+    // The outbox, on the create's hot path. Most stores have no endpoint for most owners: a lookup of a
+    // receiving endpoint first costs a tenth of the insert-select and saves making the body (measured:
+    // about 0.1 µs against 1.8 µs per create). The event id is made by SQLite, one per endpoint.
+    this.#receives = db.prepare<[string], number>(
+      'SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL AND (all_users = 1 OR username = ?) LIMIT 1',
+    ).pluck();
     this.#queue = db.prepare(
       `INSERT INTO webhook_deliveries (event_id, endpoint_id, plant_id, body, state, attempts, next_attempt_at, created_at)
        SELECT 'msg_' || lower(hex(randomblob(16))), id, ?, ?, 'pending', 0, ?, ?
@@ -111,16 +119,17 @@ export class SqliteWebhooks {
        FROM webhook_attempts WHERE endpoint_id = ? ORDER BY seq DESC LIMIT ?`,
     );
     // Due: pending, its time come (a live claim's time is its lease's end), its endpoint enabled and not
-    // busy here; then at most perEndpoint per endpoint and limit in all, oldest due first.
+    // busy here. Each endpoint's first perEndpoint due events come from the index (endpoint, due time),
+    // so a claim reads at most perEndpoint events per endpoint, not a backlog; then the oldest due first.
     this.#due = db.prepare(
-      `SELECT seq, event_id, endpoint_id, url, secret, plant_id, body, attempts FROM (
-         SELECT d.seq, d.event_id, d.endpoint_id, e.url, e.secret, CAST(d.plant_id AS TEXT) AS plant_id, d.body,
-                d.attempts, d.next_attempt_at,
-                row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.seq) AS n
-         FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-         WHERE d.state = 'pending' AND d.next_attempt_at <= @now AND e.disabled_at IS NULL
-           AND d.endpoint_id NOT IN (SELECT value FROM json_each(@busy))
-       ) WHERE n <= @perEndpoint ORDER BY next_attempt_at, seq LIMIT @limit`,
+      `SELECT d.seq, d.event_id, d.endpoint_id, e.url, e.secret, CAST(d.plant_id AS TEXT) AS plant_id, d.body, d.attempts
+       FROM webhook_endpoints e JOIN webhook_deliveries d ON d.seq IN (
+         SELECT x.seq FROM webhook_deliveries x
+         WHERE x.endpoint_id = e.id AND x.state = 'pending' AND x.next_attempt_at <= @now
+         ORDER BY x.next_attempt_at, x.seq LIMIT @perEndpoint
+       )
+       WHERE e.disabled_at IS NULL AND e.id NOT IN (SELECT value FROM json_each(@busy))
+       ORDER BY d.next_attempt_at, d.seq LIMIT @limit`,
     );
     this.#lease = db.prepare('UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ?, leased_by = ? WHERE seq = ?');
     // Only under this instance's live claim of this attempt: a result that comes back after the lease
@@ -148,8 +157,10 @@ export class SqliteWebhooks {
   }
 
   /** In the create's transaction: one event per endpoint that receives `owner`'s plant. True when any was queued. */
-  queueEvents(owner: string, id: bigint, body: string, now: number): boolean {
-    return this.#queue.run(id, body, now, now, owner).changes > 0;
+  queueEvents(owner: string, plant: NewPlant): boolean {
+    if (this.#receives.get(owner) === undefined) return false;
+    const now = Date.now();
+    return this.#queue.run(plant.id, webhookBody(plant), now, now, owner).changes > 0;
   }
 
   create(endpoint: NewWebhookEndpoint, maxPerUser: number, now: number): WebhookEndpoint | 'limit' {

@@ -4,9 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import { plantOf, plantOfColumns, samePlant, type NewPlant } from '../domain/plant.js';
-import {
-  webhookBody,
-  type AttemptResult, type ClaimedDelivery, type ClaimRequest, type DeliveryAttempt, type NewWebhookEndpoint, type WebhookEndpoint,
+import type {
+  AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, NewWebhookEndpoint, WebhookEndpoint,
 } from '../domain/webhook.js';
 import { MemoryRateCounter } from './rate-counter.js';
 import {
@@ -259,8 +258,7 @@ class SqliteStore implements CacheableStore {
   createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome> {
     return this.#writes.add(() => {
       if (this.#insertPlant.run(owner, plant.id, plant.name, plant.tag ?? null).changes === 1) {
-        // The outbox, in the same transaction: the events commit with the plant or not at all.
-        if (this.#webhooks.queueEvents(owner, plant.id, webhookBody(plant), Date.now())) this.#eventsQueued = true;
+        this.#queueEvents(owner, plant);
         return 'created';
       }
       // Same transaction as the insert, so the row that conflicted is still there.
@@ -268,6 +266,20 @@ class SqliteStore implements CacheableStore {
       if (!stored) throw new Error('conflicting plant row not found');
       return samePlant(plantOfColumns(stored), plantOf(plant)) ? 'replayed' : 'conflict';
     });
+  }
+
+  /**
+   * The outbox, in the create's transaction: the events commit with the plant or not at all. A failed
+   * statement rolls back only itself while the batch commits (see WriteQueue), so when queueing fails the
+   * plant just inserted is removed again before the create fails.
+   */
+  #queueEvents(owner: string, plant: NewPlant): void {
+    try {
+      if (this.#webhooks.queueEvents(owner, plant)) this.#eventsQueued = true;
+    } catch (error) {
+      if (this.#db.inTransaction) this.#deletePlant.run(owner, plant.id);
+      throw error;
+    }
   }
 
   async listPlants(query: ListQuery): Promise<PlantPage> {

@@ -27,8 +27,9 @@ CREATE TABLE webhook_deliveries (
   created_at      INTEGER NOT NULL,
   finished_at     INTEGER                  -- delivered or failed at
 );
--- Claims scan due events in order; sweeps find finished ones by age.
-CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
+-- Claims take each endpoint's first due events in order, reading only those however long its backlog
+-- (one global order would sort every due event at each claim); sweeps find finished ones by age.
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (endpoint_id, next_attempt_at, seq) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id);
 CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at) WHERE state <> 'pending';
 

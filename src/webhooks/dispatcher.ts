@@ -98,6 +98,8 @@ export class Dispatcher {
   /** Abort handles of the attempts in flight (for the shutdown deadline). */
   readonly #inFlight = new Set<AbortController>();
   #claiming = false;
+  /** Settles when the claim under way has been handled. */
+  #claimDone: Promise<void> | null = null;
   /** When the last claim was sent (epoch ms), and the timer that spaces claims out. */
   #lastClaim = 0;
   #claimTimer: NodeJS.Timeout | undefined;
@@ -159,13 +161,13 @@ export class Dispatcher {
     clearInterval(this.#sweep);
     clearTimeout(this.#claimTimer);
     if (this.#started) this.#store.onEventsQueued(() => undefined);
-    // Events waiting for a slot are not started now; a claim in flight adds its events to `waiting`.
-    while (this.#claiming) await new Promise((resolve) => setTimeout(resolve, 5));
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))));
+    // Events waiting for a slot are not started now; a claim under way adds its events to them. (One that
+    // answers after the deadline, from a store that hangs, leaves its events to their lease.)
+    if (this.#claimDone) await Promise.race([this.#claimDone, late]);
     if (this.#inFlight.size > 0) {
       const idle = new Promise<void>((resolve) => (this.#idle = resolve));
-      const wait = Math.max(0, deadline - Date.now());
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, wait)));
       await Promise.race([idle, late]);
       clearTimeout(timer);
       if (this.#inFlight.size > 0) {
@@ -174,6 +176,7 @@ export class Dispatcher {
         await idle;
       }
     }
+    clearTimeout(timer);
     const unattempted = [...this.#held];
     this.#held.clear();
     if (unattempted.length > 0) {
@@ -208,7 +211,7 @@ export class Dispatcher {
       }, wait);
       return;
     }
-    void this.#claim();
+    this.#claimDone = this.#claim();
   }
 
   /** Endpoints this instance will not take more of now: a full round of their events waits already. */

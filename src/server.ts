@@ -206,7 +206,9 @@ export async function serve(config: Config): Promise<FastifyInstance | undefined
     app.addHook('onClose', () => backing.close());
     // onClose hooks run last-added first: this one, before the store closes. A signal started the stop
     // already (with the drain's deadline); any other close starts it here.
-    app.addHook('onClose', () => target.dispatcher?.stop(Date.now() + config.drainTimeoutMs));
+    app.addHook('onClose', async () => {
+      await target.dispatcher?.stop(Date.now() + config.drainTimeoutMs);
+    });
     target.app = app;
     try {
       await app.listen({ port: config.port, host: config.host });

@@ -294,3 +294,18 @@ test('stop: attempts in flight finish before the deadline; the rest are released
   assert.deepEqual([attempt?.attempt, attempt?.state], [1, 'delivered']);
   await second.stop(Date.now() + 1000);
 });
+
+test('delivered events and their attempts are removed once past WEBHOOK_RETENTION', async (t) => {
+  const { store } = await testStore(t);
+  const rx = await receiver(t);
+  const { endpoint } = await register(store, rx.url);
+  const d = dispatcher(t, store, { webhookRetentionMs: 300, sweepIntervalMs: 100 });
+  await add(store, 'alice', { id: 30n, name: 'a' });
+  await rx.waitFor(1);
+  const [attempt] = await attempts(store, endpoint.id, (n) => n >= 1);
+  assert.equal(attempt?.state, 'delivered');
+  await eventually(async () => ((await store.listDeliveryAttempts(endpoint.id, null, 10))?.length === 0 ? true : undefined), 10_000, 'swept');
+  // The endpoint stays; only its history went.
+  assert.equal((await store.listWebhooks('alice')).length, 1);
+  await d.stop(Date.now() + 1000);
+});

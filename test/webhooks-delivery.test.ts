@@ -6,7 +6,10 @@ import type { NewPlant } from '../src/domain/plant.js';
 import type { Store } from '../src/store/store.js';
 import { Dispatcher, type DispatcherSettings } from '../src/webhooks/dispatcher.js';
 import { Sender } from '../src/webhooks/sender.js';
-import { silentLogger, testStore } from './helpers.js';
+import { Writable } from 'node:stream';
+import pg from 'pg';
+import { createLogger } from '../src/logger.js';
+import { POSTGRES_URL, silentLogger, testStore, type TestStore } from './helpers.js';
 import { eventually, freePort, receiver, sleep, type Received } from './webhook-receiver.js';
 
 /** Short everything, so that retries happen within a test. WEBHOOK_ALLOW_PRIVATE on: receivers are on loopback. */
@@ -307,5 +310,57 @@ test('delivered events and their attempts are removed once past WEBHOOK_RETENTIO
   await eventually(async () => ((await store.listDeliveryAttempts(endpoint.id, null, 10))?.length === 0 ? true : undefined), 10_000, 'swept');
   // The endpoint stays; only its history went.
   assert.equal((await store.listWebhooks('alice')).length, 1);
+  await d.stop(Date.now() + 1000);
+});
+
+/**
+ * Makes the store unable to write the webhook tables until the returned function is called (another
+ * connection holds the lock; the store's operations time out and fail as in an outage).
+ */
+async function lockWebhookTables(ts: TestStore): Promise<() => Promise<void>> {
+  if (!POSTGRES_URL) return ts.holdWriteLock();
+  const client = new pg.Client({ connectionString: ts.url });
+  await client.connect();
+  await client.query('BEGIN');
+  await client.query('LOCK TABLE webhook_deliveries IN ACCESS EXCLUSIVE MODE');
+  return async () => {
+    await client.query('ROLLBACK');
+    await client.end();
+  };
+}
+
+test('a store that cannot record an attempt: logged once, and the event is attempted again after its lease', async (t) => {
+  const ts = await testStore(t);
+  const { store } = ts;
+  const rx = await receiver(t, (_r, n) => (n === 1 ? 'hang' : 200));
+  const { endpoint } = await register(store, rx.url);
+  const lines: Array<{ msg: string; level: number }> = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line) as { msg: string; level: number });
+      done();
+    },
+  });
+  // Timeout 1 s: a claim lasts 2 × 1 s + 30 s.
+  const d = new Dispatcher(store, { ...SETTINGS, webhookTimeoutMs: 1000 }, createLogger('info', stream));
+  d.start();
+  t.after(() => d.stop(Date.now() + 1000));
+  await add(store, 'alice', { id: 40n, name: 'a' });
+  await rx.waitFor(1);
+  const unlock = await lockWebhookTables(ts);
+  rx.answerHanging(200); // delivered, but the store cannot record it
+  // Claims (the poll) and the recording both fail; whichever fails first is the outage's one warning.
+  await eventually(() => (lines.some((l) => /webhook .* failed/.test(l.msg)) ? true : undefined), 15_000, 'failure logged');
+  // Past the recording's own time bound (1 s in tests): it failed too.
+  await sleep(2500);
+  await unlock();
+  // Still claimed: attempted again only once the lease has ended, with the same webhook-id.
+  const got = await rx.waitFor(2, 60_000);
+  assert.equal(got[1]?.headers['webhook-id'], got[0]?.headers['webhook-id']);
+  assert.ok(got[1]!.at - got[0]!.at >= 30_000, `attempted again after ${got[1]!.at - got[0]!.at} ms`);
+  const list = await attempts(store, endpoint.id, (n) => n >= 1);
+  assert.equal(list[0]?.state, 'delivered');
+  assert.equal(lines.filter((l) => /failed/.test(l.msg)).length, 1, 'one warning for the outage');
+  assert.ok(lines.some((l) => l.msg === 'webhook delivery resumed'));
   await d.stop(Date.now() + 1000);
 });

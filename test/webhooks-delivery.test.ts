@@ -5,6 +5,7 @@ import { newEndpointId, newWebhookSecret, webhookBody, type WebhookEndpoint } fr
 import type { NewPlant } from '../src/domain/plant.js';
 import type { Store } from '../src/store/store.js';
 import { Dispatcher, type DispatcherSettings } from '../src/webhooks/dispatcher.js';
+import { endpointDeleted } from '../src/webhooks/deletions.js';
 import { Sender } from '../src/webhooks/sender.js';
 import { Writable } from 'node:stream';
 import pg from 'pg';
@@ -238,6 +239,23 @@ test('a deleted endpoint gets nothing more', async (t) => {
   await control.waitFor(2);
   await sleep(300);
   assert.equal(rx.received.length, 1);
+  await d.stop(Date.now() + 1000);
+});
+
+test('events claimed and waiting here are dropped when the endpoint is deleted (DELETE /webhooks tells the dispatcher)', async (t) => {
+  const { store } = await testStore(t);
+  // The first request hangs, so that the endpoint's other events wait here, claimed, behind it.
+  const rx = await receiver(t, (_request, n) => (n === 1 ? 'hang' : 200));
+  const { endpoint } = await register(store, rx.url);
+  const d = dispatcher(t, store, { webhookEndpointConcurrency: 1 });
+  for (let i = 0; i < 5; i++) await add(store, 'alice', { id: BigInt(100 + i), name: `p${i}` });
+  await rx.waitFor(1);
+  await sleep(300);
+  assert.equal(await store.deleteWebhook(endpoint.id, 'alice'), true);
+  endpointDeleted(endpoint.id); // what the DELETE route does once the store has deleted it
+  rx.answerHanging(200);
+  await sleep(500);
+  assert.equal(rx.received.length, 1, 'no attempt started after the deletion');
   await d.stop(Date.now() + 1000);
 });
 

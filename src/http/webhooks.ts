@@ -1,3 +1,4 @@
+import { endpointDeleted } from '../webhooks/deletions.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Principal } from '../domain/principal.js';
@@ -135,6 +136,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
     async (request, reply) => {
       const { id } = request.params;
       if (!ENDPOINT_ID.test(id) || !(await store.deleteWebhook(id, ownerOf(request.principal)))) throw new ApiError(ERRORS.webhookNotFound);
+      endpointDeleted(id);
       return reply.code(204).send(null);
     },
   );

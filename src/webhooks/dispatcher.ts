@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { AttemptResult, ClaimedDelivery } from '../domain/webhook.js';
 import type { Store } from '../store/store.js';
+import { onEndpointDeleted } from './deletions.js';
 import { Sender, type SendResult } from './sender.js';
 
 /** The configuration rows the dispatcher runs on. */
@@ -95,6 +96,9 @@ export class Dispatcher {
   #expiring: ClaimedDelivery[] = [];
   /** Events claimed and not yet attempted, recorded or released. */
   readonly #held = new Set<ClaimedDelivery>();
+  /** Endpoints deleted through this process's API, with when: their events are dropped, not sent. */
+  readonly #deleted = new Map<string, number>();
+  #stopListening: (() => void) | undefined;
   /** Abort handles of the attempts in flight (for the shutdown deadline). */
   readonly #inFlight = new Set<AbortController>();
   #claiming = false;
@@ -138,6 +142,7 @@ export class Dispatcher {
     if (this.#started) return;
     this.#started = true;
     this.#store.onEventsQueued(() => this.#wake());
+    this.#stopListening = onEndpointDeleted((id) => this.#forget(id));
     this.#poll = setInterval(() => this.#wake(), this.#settings.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS);
     this.#sweep = setInterval(() => void this.#sweepOld(), this.#settings.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS);
     this.#poll.unref();
@@ -161,6 +166,7 @@ export class Dispatcher {
     clearInterval(this.#sweep);
     clearTimeout(this.#claimTimer);
     if (this.#started) this.#store.onEventsQueued(() => undefined);
+    this.#stopListening?.();
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))));
     // Events waiting for a slot are not started now; a claim under way adds its events to them. (One that
@@ -262,6 +268,20 @@ export class Dispatcher {
       // News that came during the claim: another, spaced out by CLAIM_INTERVAL_MS.
       if (this.#claimAgain) this.#wake();
     }
+  }
+
+  /** The endpoint was deleted: its events waiting here are dropped (nothing to release: the store removed them). */
+  #forget(endpointId: string): void {
+    const now = Date.now();
+    this.#deleted.set(endpointId, now);
+    // Claims are short-lived: past a lease, no claim made before the deletion can still come back.
+    for (const [id, at] of this.#deleted) if (now - at > this.#leaseMs) this.#deleted.delete(id);
+    const state = this.#endpoints.get(endpointId);
+    if (!state) return;
+    for (const { delivery } of state.waiting) this.#held.delete(delivery);
+    state.waiting.length = 0;
+    this.#starved.delete(state);
+    if (state.active === 0) this.#endpoints.delete(endpointId);
   }
 
   #endpoint(id: string): EndpointState {

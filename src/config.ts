@@ -158,7 +158,7 @@ export const OPTIONS = [
   ),
   durationOption('webhookRetentionMs', 'WEBHOOK_RETENTION', '7d', 'Delivered and failed webhook events, and their attempts, are kept this long'),
   integerOption('webhookConcurrency', 'WEBHOOK_CONCURRENCY', '64', 'Webhook requests in flight at once, per instance', 1, 10_000),
-  integerOption('webhookEndpointConcurrency', 'WEBHOOK_ENDPOINT_CONCURRENCY', '8', 'Webhook requests in flight to one endpoint at once, per instance', 1, 1000),
+  integerOption('webhookEndpointConcurrency', 'WEBHOOK_ENDPOINT_CONCURRENCY', '32', 'Webhook requests in flight to one endpoint at once, per instance', 1, 1000),
 ] as const;
 
 type Options = (typeof OPTIONS)[number];

@@ -311,7 +311,7 @@ class PostgresStore implements Store {
          ON CONFLICT (owner, id) DO NOTHING RETURNING owner, id, name, tag
        ), ev AS (
          INSERT INTO webhook_deliveries (event_id, endpoint_id, plant_id, body, state, attempts, next_attempt_at)
-         SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), e.id, ins.id, ${BODY_SQL}, 'pending', 0, now()
+         SELECT 'msg_' || lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') || substr(replace(gen_random_uuid()::text, '-', ''), 1, 20), e.id, ins.id, ${BODY_SQL}, 'pending', 0, now()
          FROM ins JOIN webhook_endpoints e ON e.disabled_at IS NULL AND (e.all_users OR e.username = ins.owner)
          RETURNING 1
        )
@@ -515,7 +515,8 @@ class PostgresStore implements Store {
         'webhook_delete', 'DELETE FROM webhook_endpoints WHERE id = $1 AND ($2::text IS NULL OR username = $2)', [id, user],
       );
       if (rowCount !== 1) return false;
-      await query('webhook_delete_deliveries', 'DELETE FROM webhook_deliveries WHERE endpoint_id = $1', [id]);
+      // Its queued events (through webhook_deliveries_due); finished ones go with the retention sweep.
+      await query('webhook_delete_deliveries', "DELETE FROM webhook_deliveries WHERE endpoint_id = $1 AND state = 'pending'", [id]);
       await query('webhook_delete_attempts', 'DELETE FROM webhook_attempts WHERE endpoint_id = $1', [id]);
       return true;
     });

@@ -8,6 +8,8 @@ interface QueuedWrite {
   reject(error: unknown): void;
   /** Set when the write first finds the lock taken: past this, it fails with 503 instead of waiting on. */
   deadline: number | undefined;
+  /** Must survive power loss once resolved (see `add`). */
+  readonly durable: boolean;
 }
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
@@ -58,6 +60,8 @@ export class WriteQueue {
   #retry: NodeJS.Timeout | undefined;
   #retryMs = FIRST_RETRY_MS;
   #closing = false;
+  readonly #syncFull: Database.Statement<[]>;
+  readonly #syncNormal: Database.Statement<[]>;
 
   constructor(db: Database.Database, busyTimeoutMs: number, events: WriteQueueEvents) {
     this.#db = db;
@@ -66,13 +70,22 @@ export class WriteQueue {
     this.#begin = db.prepare('BEGIN IMMEDIATE');
     this.#commit = db.prepare('COMMIT');
     this.#rollback = db.prepare('ROLLBACK');
+    this.#syncFull = db.prepare('PRAGMA synchronous = FULL');
+    this.#syncNormal = db.prepare('PRAGMA synchronous = NORMAL');
   }
 
-  add<T>(run: () => T): Promise<T> {
+  /**
+   * Queues a write for the next group commit. A `durable: false` write (webhook bookkeeping: claims,
+   * attempt results) needs to survive a crash of this process but not a power loss, since losing it
+   * only repeats a delivery: a batch of such writes alone commits with synchronous=NORMAL, which in WAL
+   * mode skips the fsync (the OS still has the pages; the next durable commit syncs them too, the WAL
+   * being written in order). Any durable write in the batch makes it a FULL commit, as always.
+   */
+  add<T>(run: () => T, { durable = true }: { durable?: boolean } = {}): Promise<T> {
     const unavailable = this.#events.unavailable();
     if (unavailable) return Promise.reject(new StoreUnavailableError(unavailable));
     return new Promise<T>((resolve, reject) => {
-      if (this.#queue.push({ run, resolve: resolve as (v: unknown) => void, reject, deadline: undefined }) === 1) {
+      if (this.#queue.push({ run, resolve: resolve as (v: unknown) => void, reject, deadline: undefined, durable }) === 1) {
         setImmediate(this.#flush);
       }
     });
@@ -92,6 +105,17 @@ export class WriteQueue {
     if (writes.length === 0) return;
     const unavailable = this.#events.unavailable();
     if (unavailable) return this.#fail(writes, new StoreUnavailableError(unavailable));
+    // Only for this batch: every other commit on the connection (the probe, the cursor key) stays FULL.
+    const relaxed = !writes.some((w) => w.durable);
+    if (relaxed) this.#syncNormal.run();
+    try {
+      this.#commitWrites(writes);
+    } finally {
+      if (relaxed && !this.#db.inTransaction) this.#syncFull.run();
+    }
+  }
+
+  #commitWrites(writes: QueuedWrite[]): void {
     try {
       this.#begin.run();
     } catch (error) {

@@ -70,7 +70,7 @@ interface DueRow {
  */
 export class SqliteWebhooks {
   readonly #receives: Database.Statement<[string], number>;
-  readonly #queue: Database.Statement<[bigint, string, number, number, string]>;
+  readonly #queue: Database.Statement<[number, bigint, string, number, number, string]>;
   readonly #countUser: Database.Statement<[string], number>;
   readonly #insert: Database.Statement<unknown[], EndpointRow>;
   readonly #listAll: Database.Statement<[], EndpointRow>;
@@ -99,7 +99,7 @@ export class SqliteWebhooks {
     ).pluck();
     this.#queue = db.prepare(
       `INSERT INTO webhook_deliveries (event_id, endpoint_id, plant_id, body, state, attempts, next_attempt_at, created_at)
-       SELECT 'msg_' || lower(hex(randomblob(16))), id, ?, ?, 'pending', 0, ?, ?
+       SELECT 'msg_' || printf('%012x', ?) || lower(hex(randomblob(10))), id, ?, ?, 'pending', 0, ?, ?
        FROM webhook_endpoints WHERE disabled_at IS NULL AND (all_users = 1 OR username = ?)`,
     );
     this.#countUser = db.prepare<[string], number>('SELECT count(*) FROM webhook_endpoints WHERE username = ?').pluck();
@@ -112,7 +112,8 @@ export class SqliteWebhooks {
     this.#listUser = db.prepare(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE username = ? ORDER BY rowid`);
     this.#find = db.prepare('SELECT id FROM webhook_endpoints WHERE id = @id AND (@user IS NULL OR username = @user)');
     this.#deleteEndpoint = db.prepare('DELETE FROM webhook_endpoints WHERE id = ?');
-    this.#deleteDeliveries = db.prepare('DELETE FROM webhook_deliveries WHERE endpoint_id = ?');
+    // Its queued events (through webhook_deliveries_due); finished ones go with the retention sweep.
+    this.#deleteDeliveries = db.prepare("DELETE FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'pending'");
     this.#deleteAttempts = db.prepare('DELETE FROM webhook_attempts WHERE endpoint_id = ?');
     this.#attempts = db.prepare(
       `SELECT event_id, CAST(plant_id AS TEXT) AS plant_id, attempt, status, error, at, state, next_attempt_at
@@ -160,7 +161,7 @@ export class SqliteWebhooks {
   queueEvents(owner: string, plant: NewPlant): boolean {
     if (this.#receives.get(owner) === undefined) return false;
     const now = Date.now();
-    return this.#queue.run(plant.id, webhookBody(plant), now, now, owner).changes > 0;
+    return this.#queue.run(now, plant.id, webhookBody(plant), now, now, owner).changes > 0;
   }
 
   create(endpoint: NewWebhookEndpoint, maxPerUser: number, now: number): WebhookEndpoint | 'limit' {

@@ -37,6 +37,9 @@ const SQLITE: Dialect = {
 };
 const SQL = statements(SQLITE);
 
+/** Webhook bookkeeping: losing it to a power cut only repeats a delivery (see WriteQueue.add). */
+const NOT_DURABLE = { durable: false } as const;
+
 /** How long a write waits for another process (the CLI) holding the write lock, then 503. */
 const BUSY_TIMEOUT_MS = 5000;
 /** How often the server checks that its store file is still the file at its path. */
@@ -372,21 +375,21 @@ class SqliteStore implements CacheableStore {
   }
 
   claimDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]> {
-    return this.#writes.add(() => this.#webhooks.claim(request, Date.now()));
+    return this.#writes.add(() => this.#webhooks.claim(request, Date.now()), NOT_DURABLE);
   }
 
   async recordAttempts(instance: string, results: readonly AttemptResult[]): Promise<void> {
     if (results.length === 0) return;
-    await this.#writes.add(() => this.#webhooks.record(instance, results, Date.now()));
+    await this.#writes.add(() => this.#webhooks.record(instance, results, Date.now()), NOT_DURABLE);
   }
 
   async releaseDeliveries(instance: string, deliveries: readonly ClaimedDelivery[]): Promise<void> {
     if (deliveries.length === 0) return;
-    await this.#writes.add(() => this.#webhooks.release(instance, deliveries, Date.now()));
+    await this.#writes.add(() => this.#webhooks.release(instance, deliveries, Date.now()), NOT_DURABLE);
   }
 
   sweepWebhooks(before: Date): Promise<number> {
-    return this.#writes.add(() => this.#webhooks.sweep(before.getTime()));
+    return this.#writes.add(() => this.#webhooks.sweep(before.getTime()), NOT_DURABLE);
   }
 
   /** A read outside the write queue: refused while the store is unavailable, SQLite's failures as store errors. */

@@ -16,7 +16,7 @@ CREATE INDEX webhook_endpoints_username ON webhook_endpoints (username);
 
 CREATE TABLE webhook_deliveries (
   seq             bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  event_id        text        NOT NULL UNIQUE, -- msg_…: the webhook-id header of every attempt
+  event_id        text        NOT NULL,        -- msg_…: the webhook-id header of every attempt (time-ordered, random; no index: only shown)
   endpoint_id     text        NOT NULL,
   plant_id        bigint      NOT NULL,
   body            text        NOT NULL,        -- the exact request body
@@ -29,7 +29,6 @@ CREATE TABLE webhook_deliveries (
 );
 -- A claim reads each endpoint's oldest due events: one range of this index per endpoint.
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (endpoint_id, next_attempt_at, seq) WHERE state = 'pending';
-CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id);
 CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at) WHERE state <> 'pending';
 
 CREATE TABLE webhook_attempts (

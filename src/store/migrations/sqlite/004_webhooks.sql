@@ -16,7 +16,7 @@ CREATE INDEX webhook_endpoints_username ON webhook_endpoints (username);
 
 CREATE TABLE webhook_deliveries (
   seq             INTEGER PRIMARY KEY AUTOINCREMENT,
-  event_id        TEXT    NOT NULL UNIQUE, -- msg_…: the webhook-id header of every attempt
+  event_id        TEXT    NOT NULL,        -- msg_…: the webhook-id header of every attempt (time-ordered, random; no index: only shown)
   endpoint_id     TEXT    NOT NULL,
   plant_id        INTEGER NOT NULL,
   body            TEXT    NOT NULL,        -- the exact request body
@@ -30,7 +30,6 @@ CREATE TABLE webhook_deliveries (
 -- Claims take each endpoint's first due events in order, reading only those however long its backlog
 -- (one global order would sort every due event at each claim); sweeps find finished ones by age.
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (endpoint_id, next_attempt_at, seq) WHERE state = 'pending';
-CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id);
 CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at) WHERE state <> 'pending';
 
 CREATE TABLE webhook_attempts (

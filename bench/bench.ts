@@ -306,6 +306,41 @@ async function main(): Promise<void> {
     );
     await whSqlite.plain.system.stop();
     await whSqlite.hooked.system.stop();
+    // The bound: a bare server doing nothing but answering and POSTing each create on (4b).
+    const bareBodies = {
+      list: { body: '[]', headers: { 'content-type': 'application/json; charset=utf-8' } },
+      create: { body: '{"name":"bench plant"}', headers: { 'content-type': 'application/json; charset=utf-8' } },
+    };
+    const bare4 = {
+      plain: target(await start(startBare(bareBodies)), 'create'),
+      forward: target(await start(startBare(bareBodies, `${receiver.url}/hook`)), 'create'),
+    };
+    const s4b = '4b. the same for a bare server: the bound';
+    process.stderr.write(`${s4b}\n`);
+    const settle = async () => {
+      // Until the forwarding server has sent what it queued, so that it never runs in the other's turn.
+      for (let last = -1, now = (await receiver.stats()).received; now !== last; ) {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        [last, now] = [now, (await receiver.stats()).received];
+      }
+    };
+    await load(bare4.plain, WARMUP_S, true);
+    await load(bare4.forward, WARMUP_S, true);
+    await settle();
+    for (let round = 0; round < ROUNDS; round++) {
+      await load(bare4.plain, DURATION_S);
+      await load(bare4.forward, DURATION_S);
+      await settle();
+      process.stderr.write(`  round ${round + 1}: ${Math.round(bare4.plain.results.at(-1)?.rps ?? 0)}, ` +
+        `${Math.round(bare4.forward.results.at(-1)?.rps ?? 0)} req/s\n`);
+    }
+    rows4.push(
+      { scenario: s4b, target: bare4.plain },
+      { scenario: '', target: bare4.forward, reference: bare4.plain, referenceName: 'bare' },
+    );
+    await bare4.plain.system.stop();
+    await bare4.forward.system.stop();
+    received = await receiver.stats();
     if (postgresUrl) {
       const tag = Math.random().toString(16).slice(2, 8);
       schemas.push(`bench_wh0_${tag}`, `bench_wh1_${tag}`);

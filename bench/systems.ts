@@ -77,9 +77,11 @@ export async function startPlantstore(
   return { name, url, pid: child.pid as number, stop: stopper(child) };
 }
 
-export async function startBare(responses: object): Promise<System> {
-  const { child, match } = await spawnUntil('bare', [root('bench/bare-server.mjs')], { BARE_RESPONSES: JSON.stringify(responses) }, /\{"port":(\d+)\}/);
-  return { name: 'bare node:http', url: `http://127.0.0.1:${match[1]}`, pid: child.pid as number, stop: stopper(child) };
+export async function startBare(responses: object, forward?: string): Promise<System> {
+  const env = { BARE_RESPONSES: JSON.stringify(responses), ...(forward === undefined ? {} : { BARE_FORWARD: forward }) };
+  const { child, match } = await spawnUntil('bare', [root('bench/bare-server.mjs')], env, /\{"port":(\d+)\}/);
+  const name = forward === undefined ? 'bare node:http' : 'bare node:http + 1 POST per create';
+  return { name, url: `http://127.0.0.1:${match[1]}`, pid: child.pid as number, stop: stopper(child) };
 }
 
 /** The webhook receiver (bench/receiver.mjs): 200 to every delivery; `stats()` counts them. */

@@ -89,6 +89,7 @@ export class SqliteWebhooks {
   readonly #release: Database.Statement<[number, number, string, number]>;
   readonly #sweepDeliveries: Database.Statement<[number]>;
   readonly #sweepAttempts: Database.Statement<[number]>;
+  readonly #releaseOrphans: Database.Statement<[number]>;
 
   constructor(db: Database.Database) {
     // The outbox, on the create's hot path. Most stores have no endpoint for most owners: a lookup of a
@@ -155,6 +156,9 @@ export class SqliteWebhooks {
     );
     this.#sweepDeliveries = db.prepare("DELETE FROM webhook_deliveries WHERE state <> 'pending' AND finished_at < ?");
     this.#sweepAttempts = db.prepare('DELETE FROM webhook_attempts WHERE at < ?');
+    this.#releaseOrphans = db.prepare(
+      "UPDATE webhook_deliveries SET next_attempt_at = ?, leased_by = NULL WHERE state = 'pending' AND leased_by IS NOT NULL",
+    );
   }
 
   /** In the create's transaction: one event per endpoint that receives `owner`'s plant. True when any was queued. */
@@ -237,6 +241,15 @@ export class SqliteWebhooks {
 
   release(instance: string, deliveries: readonly ClaimedDelivery[], now: number): void {
     for (const d of deliveries) this.#release.run(now, d.seq, instance, d.attempt);
+  }
+
+  /**
+   * At a server's start: every claim in the store is a dead process's (one server per store holds the
+   * lock, and only servers claim), so its events are due at once rather than when the lease ends.
+   * The attempt count stays: the attempt may have been made before the crash.
+   */
+  releaseOrphans(now: number): number {
+    return this.#releaseOrphans.run(now).changes;
   }
 
   sweep(before: number): number {

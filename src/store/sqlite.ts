@@ -101,7 +101,10 @@ export async function openSqliteStore(
     // that the store is empty because it is new.
     if (created) logger?.info({ path: realPath }, `no store at ${named(path, realPath)}: created a new, empty one`);
     const store = new SqliteStore(db, lock, { path, realPath, busyTimeoutMs, logger });
-    if (server) await store.watch(deadline);
+    if (server) {
+      await store.watch(deadline);
+      await store.releaseOrphanedClaims();
+    }
     return store;
   } catch (error) {
     db?.close();
@@ -372,6 +375,12 @@ class SqliteStore implements CacheableStore {
 
   async listDeliveryAttempts(endpointId: string, user: string | null, limit: number): Promise<DeliveryAttempt[] | null> {
     return this.#read(() => this.#webhooks.attempts(endpointId, user, limit));
+  }
+
+  /** Server start only (see SqliteWebhooks.releaseOrphans): a crash's claims are due again at once. */
+  async releaseOrphanedClaims(): Promise<void> {
+    const released = await this.#writes.add(() => this.#webhooks.releaseOrphans(Date.now()), NOT_DURABLE);
+    if (released > 0) this.#file.logger?.info({ events: released }, 'webhook events claimed before the last stop are due again');
   }
 
   claimDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]> {

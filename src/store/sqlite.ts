@@ -379,7 +379,8 @@ class SqliteStore implements CacheableStore {
 
   /** Server start only (see SqliteWebhooks.releaseOrphans): a crash's claims are due again at once. */
   async releaseOrphanedClaims(): Promise<void> {
-    const released = await this.#writes.add(() => this.#webhooks.releaseOrphans(Date.now()), NOT_DURABLE);
+    // A store that cannot be written now (said already by the probe) keeps them until their lease ends.
+    const released = await this.#writes.add(() => this.#webhooks.releaseOrphans(Date.now()), NOT_DURABLE).catch(() => 0);
     if (released > 0) this.#file.logger?.info({ events: released }, 'webhook events claimed before the last stop are due again');
   }
 

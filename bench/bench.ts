@@ -364,7 +364,7 @@ async function main(): Promise<void> {
       const pgRounds = await webhookScenario(s4, whPostgres.plain, whPostgres.hooked, pgReceiver);
       summaries.push(webhookSummary('postgres', pgRounds, whPostgres.hooked, await pgReceiver.stats()));
       rows4.push(
-        { scenario: '', target: whPostgres.plain },
+        { scenario: '4. (PostgreSQL)', target: whPostgres.plain },
         { scenario: '', target: whPostgres.hooked, reference: whPostgres.plain, referenceName: 'none', goal: 0.9 },
       );
       await whPostgres.plain.system.stop();

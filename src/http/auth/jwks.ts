@@ -49,13 +49,13 @@ export function refreshPeriodOf(cacheControl: string | null): number {
 }
 
 /** GETs a JSON document, bounded in time and size; redirects are not followed. */
-async function fetchJson(url: string): Promise<{ json: unknown; cacheControl: string | null }> {
+async function fetchJson(url: string, stop: AbortSignal): Promise<{ json: unknown; cacheControl: string | null }> {
   let response: Response;
   try {
     response = await fetch(url, {
       headers: { accept: 'application/json, application/jwk-set+json' },
       redirect: 'manual',
-      signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+      signal: AbortSignal.any([AbortSignal.timeout(FETCH_TIMEOUT_MS), stop]),
     });
   } catch (error) {
     throw new FetchFailure(`${url}: ${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}`);
@@ -102,7 +102,8 @@ export class ProviderKeys {
   #reachable: boolean | undefined;
   #failures = 0;
   #timer: NodeJS.Timeout | undefined;
-  #closed = false;
+  /** Aborts a fetch in flight when the app closes, so that it does not hold the process. */
+  readonly #stop = new AbortController();
 
   constructor({ issuer, jwksUrl, log, cooldownMs = KEY_REFETCH_COOLDOWN_MS }: ProviderOptions) {
     this.#issuer = issuer;
@@ -134,7 +135,7 @@ export class ProviderKeys {
   }
 
   close(): void {
-    this.#closed = true;
+    this.#stop.abort();
     clearTimeout(this.#timer);
   }
 
@@ -155,14 +156,14 @@ export class ProviderKeys {
   async #load(): Promise<number> {
     if (this.#jwksUrl === null && this.#issuer !== null) this.#jwksUrl = await this.#discover(this.#issuer);
     if (this.#jwksUrl === null) throw new FetchFailure('no key set URL');
-    const { json, cacheControl } = await fetchJson(this.#jwksUrl);
+    const { json, cacheControl } = await fetchJson(this.#jwksUrl, this.#stop.signal);
     this.#keys = createLocalJWKSet(publicSignatureKeys(json, this.#jwksUrl));
     return refreshPeriodOf(cacheControl);
   }
 
   async #discover(issuer: string): Promise<string> {
     const url = discoveryUrl(issuer);
-    const { json } = await fetchJson(url);
+    const { json } = await fetchJson(url, this.#stop.signal);
     const doc = (json ?? {}) as { issuer?: unknown; jwks_uri?: unknown };
     // OpenID Connect Discovery §4.3: the document must name the issuer it was fetched for.
     if (doc.issuer !== issuer) throw new FetchFailure(`${url}: its issuer is ${JSON.stringify(doc.issuer)}, not JWT_ISSUER`);
@@ -182,6 +183,7 @@ export class ProviderKeys {
   }
 
   #failed(error: unknown): void {
+    if (this.#stop.signal.aborted) return;
     if (this.#reachable !== false) {
       this.#log.warn(
         { err: error instanceof FetchFailure ? error.message : String(error), cachedKeys: this.#keys !== undefined },
@@ -195,7 +197,7 @@ export class ProviderKeys {
   }
 
   #schedule(ms: number): void {
-    if (this.#closed) return;
+    if (this.#stop.signal.aborted) return;
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => void this.#fetch(), ms);
     this.#timer.unref();

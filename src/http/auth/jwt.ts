@@ -48,6 +48,7 @@ const DESCRIPTIONS = {
   alg: 'JWT signature algorithm (alg) is not allowed',
   signature: 'JWT signature verification failed',
   unknownKey: 'no key of the identity provider matches the JWT (kid)',
+  ambiguousKey: 'JWT names no key (kid) and several keys of the identity provider could have signed it',
   iss: 'JWT issuer (iss) is not the one configured',
   aud: 'JWT audience (aud) does not include this API',
   expired: 'JWT has expired (exp)',
@@ -72,7 +73,8 @@ function refusalOf(error: unknown): Refusal {
   }
   if (error instanceof errors.JOSEAlgNotAllowed) return refusal('alg');
   if (error instanceof errors.JWSSignatureVerificationFailed) return refusal('signature');
-  if (error instanceof errors.JWKSNoMatchingKey || error instanceof errors.JWKSMultipleMatchingKeys) return refusal('unknownKey');
+  if (error instanceof errors.JWKSNoMatchingKey) return refusal('unknownKey');
+  if (error instanceof errors.JWKSMultipleMatchingKeys) return refusal('ambiguousKey');
   if (error instanceof errors.JOSEError) return refusal('malformed');
   throw error;
 }

@@ -1,4 +1,4 @@
-// npm run bench [-- --postgres postgres://…] [--rounds 3] [--duration 8] [--baseline DIR] [--webhooks-only]
+// npm run bench [-- --postgres postgres://…] [--rounds 3] [--duration 8] [--baseline DIR] [--webhooks-only] [--jwt-only]
 //
 // Loads each system on loopback with wrk and prints one table: requests/s, p50 and p99 latency, the
 // server's CPU time per request, the ratio to the reference, and plantstore's peak RSS. --baseline DIR
@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { BENCH_USER, dropPostgresSchema, registerWebhook, seedPostgres, seedSqlite, USERS, writeJsonServerDb } from './seed.js';
-import { peakRssMb, resetPeakRss, startBare, startJsonServer, startPlantstore, startReceiver, type System } from './systems.js';
+import { peakRssMb, resetPeakRss, startBare, startJsonServer, startJwks, startPlantstore, startReceiver, type System } from './systems.js';
 import { cpuMicros, ensureWrk, wrk } from './wrk.js';
 
 const { values: args } = parseArgs({
@@ -23,6 +23,8 @@ const { values: args } = parseArgs({
     baseline: { type: 'string' },
     // Runs scenario 4 (webhooks) only: a quicker check of the delivery path.
     'webhooks-only': { type: 'boolean', default: false },
+    // Runs scenario 1's opaque-token and JWT rows only: a quicker check of the JWT path.
+    'jwt-only': { type: 'boolean', default: false },
   },
 });
 const ROUNDS = Number(args.rounds);
@@ -233,14 +235,15 @@ async function main(): Promise<void> {
     const large = join(dir, 'large.db');
     const smallToken = await seedSqlite(small, SMALL);
     const only4 = args['webhooks-only'];
-    const largeToken = only4 ? '' : await seedSqlite(large, LARGE);
+    const jwtOnly = args['jwt-only'];
+    const largeToken = only4 || jwtOnly ? '' : await seedSqlite(large, LARGE);
     // One server per SQLite store: every other server gets a copy (same plants, same token).
-    for (const copy of ['nocache', 's3', 's3-nocache', 'baseline', 'wh0', 'wh1']) copyFileSync(small, `${small}.${copy}`);
-    if (!only4) copyFileSync(large, `${large}.nocache`);
+    for (const copy of ['nocache', 's3', 's3-nocache', 'baseline', 'wh0', 'wh1', 'jwt']) copyFileSync(small, `${small}.${copy}`);
+    if (!only4 && !jwtOnly) copyFileSync(large, `${large}.nocache`);
     writeJsonServerDb(join(dir, 'json-server.json'), SMALL);
     let pgSmall: { url: string; token: string } | undefined;
     let pgLarge: { url: string; token: string } | undefined;
-    if (postgresUrl && !only4) {
+    if (postgresUrl && !only4 && !jwtOnly) {
       const tag = Math.random().toString(16).slice(2, 8);
       schemas.push(`bench_small_${tag}`, `bench_large_${tag}`);
       pgSmall = await seedPostgres(postgresUrl, `bench_small_${tag}`, SMALL);
@@ -283,6 +286,26 @@ async function main(): Promise<void> {
 
     const target = (system: System, kind: Kind, token?: string, path = kind === 'list' ? listPath : '/plants'): Target =>
       ({ system, kind, path, headers: token ? auth(token) : {}, acknowledged: [], results: [] });
+
+    // The same list with a JWT from an identity provider (bench/jwks-server.mjs), on a server that
+    // accepts both kinds of token: after the first request, a verified JWT costs a map lookup.
+    const jwks = await start(startJwks(BENCH_USER, 'plantstore-bench'));
+    const sqliteJwt = await start(startPlantstore('plantstore sqlite, JWT', `sqlite:${small}.jwt`, log('sqlite-jwt'),
+      { JWT_JWKS_URL: jwks.jwksUrl, JWT_AUDIENCE: 'plantstore-bench' }));
+    const jwtListed = await fetch(`${sqliteJwt.url}${listPath}`, { headers: auth(jwks.token) });
+    if (jwtListed.status !== 200 || (await jwtListed.text()) !== (await (await fetch(`${sqliteSmall.url}${listPath}`, { headers: auth(smallToken) })).text())) {
+      throw new Error(`the JWT list does not answer what the opaque-token list does (${jwtListed.status})`);
+    }
+    const s1 = '1. GET /plants?limit=20, 10k plants';
+    if (jwtOnly) {
+      const opaque = target(sqliteSmall, 'list', smallToken);
+      const jwt = target(sqliteJwt, 'list', jwks.token);
+      await scenario(s1, [opaque, jwt]);
+      console.log();
+      printTable([{ scenario: s1, target: opaque }, { scenario: '', target: jwt, reference: opaque, referenceName: 'opaque', goal: 0.95 }]);
+      console.log(`finished in ${Math.round((Date.now() - started) / 1000)} s`);
+      return;
+    }
 
     // Scenario 4 first, on processes of its own: webhooks. Each pair of servers has stores of its own
     // (copies of the small store; fresh PostgreSQL schemas), the second with one endpoint registered.
@@ -383,10 +406,10 @@ async function main(): Promise<void> {
     }
 
     const rows: Record<1 | 2 | 3, Row[]> = { 1: [], 2: [], 3: [] };
-    const s1 = '1. GET /plants?limit=20, 10k plants';
     const list = {
       bare: target(bare, 'list'),
       sqlite: target(sqliteSmall, 'list', smallToken),
+      sqliteJwt: target(sqliteJwt, 'list', jwks.token),
       sqliteNoCache: target(sqliteSmallNoCache, 'list', smallToken),
       postgres: postgresSmall && pgSmall ? target(postgresSmall, 'list', pgSmall.token) : undefined,
       json: target(jsonServer, 'list', undefined, '/plants?_limit=20'),
@@ -395,11 +418,12 @@ async function main(): Promise<void> {
       ...(baselineSqlite ? [target(baselineSqlite, 'list', smallToken)] : []),
       ...(baselinePostgres && pgSmall ? [target(baselinePostgres, 'list', pgSmall.token)] : []),
     ];
-    await scenario(s1, [list.bare, list.sqlite, list.sqliteNoCache, ...(list.postgres ? [list.postgres] : []), ...baselineList, list.json]);
+    await scenario(s1, [list.bare, list.sqlite, list.sqliteJwt, list.sqliteNoCache, ...(list.postgres ? [list.postgres] : []), ...baselineList, list.json]);
     const vsBare = (t: Target): Row => ({ scenario: '', target: t, reference: list.bare, referenceName: 'bare' });
     rows[1].push(
       { scenario: s1, target: list.bare },
       { scenario: '', target: list.sqlite, reference: list.bare, referenceName: 'bare', goal: 0.5 },
+      { scenario: '', target: list.sqliteJwt, reference: list.sqlite, referenceName: 'opaque', goal: 0.95 },
       vsBare(list.sqliteNoCache),
       ...(list.postgres ? [vsBare(list.postgres)] : []),
       ...baselineList.map(vsBare),
@@ -410,6 +434,8 @@ async function main(): Promise<void> {
     // process that served scenario 1 for minutes is warmer than one that has not), with the cache on
     // and off, the latter showing that the indexes keep a query's cost flat as the store grows.
     await sqliteSmallNoCache.stop();
+    await sqliteJwt.stop();
+    await jwks.stop();
     const s3Systems = {
       small: await start(startPlantstore('plantstore sqlite 10k', `sqlite:${small}.s3`, log('s3-small'))),
       large: await start(startPlantstore('plantstore sqlite 1M', `sqlite:${large}`, log('s3-large'))),

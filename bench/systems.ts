@@ -94,6 +94,13 @@ export async function startReceiver(): Promise<System & { stats(): Promise<{ rec
   };
 }
 
+/** The bench's identity provider (bench/jwks-server.mjs): a key set, and a JWT for `user` signed with its key. */
+export async function startJwks(user: string, audience: string): Promise<System & { jwksUrl: string; token: string }> {
+  const { child, match } = await spawnUntil('jwks', [root('bench/jwks-server.mjs')], { JWT_USER: user, JWT_AUDIENCE: audience }, /\{"port":(\d+),"token":"([^"]+)"\}/);
+  const url = `http://127.0.0.1:${match[1]}`;
+  return { name: 'jwks', url, pid: child.pid as number, stop: stopper(child), jwksUrl: `${url}/jwks`, token: match[2] as string };
+}
+
 /** json-server 0.17, the mock users pick today, serving `dbFile`, request logging off. */
 export async function startJsonServer(dbFile: string): Promise<System> {
   // json-server cannot report a port the system picked, so one is picked here.

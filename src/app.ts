@@ -12,7 +12,7 @@ import { openApi } from './http/openapi.js';
 import { StoreOutage } from './http/outage.js';
 import { plantRoutes } from './http/plants.js';
 import { webhookRoutes } from './http/webhooks.js';
-import { bearerAuth } from './http/auth.js';
+import { bearerAuth, verifiers } from './http/auth.js';
 import { enforceProtocol, framingError } from './http/protocol.js';
 import { strictQuery } from './http/query.js';
 import { AuthFailureLimit, TokenRateLimit } from './http/rate-limit.js';
@@ -27,6 +27,7 @@ export type HttpSettings = Pick<
   | 'accessLog' | 'maxBodySize' | 'maxHeaderSize' | 'maxUrlLength' | 'maxJsonDepth' | 'maxConnections'
   | 'requestTimeoutMs' | 'trustProxy' | 'corsOrigins' | 'authFailureLimit' | 'rateLimit' | 'drainTimeoutMs'
   | 'webhookAllowPrivate' | 'webhookMaxPerUser'
+  | 'jwtIssuer' | 'jwtJwksUrl' | 'jwtAudience' | 'jwtAlgorithms' | 'jwtClockSkewMs' | 'jwtUserClaim' | 'jwtDefaultScopes'
 >;
 
 /** What the Fastify instance itself is created with (server options: they cannot be set by a plugin). */
@@ -37,6 +38,8 @@ export interface ServerOptions extends Partial<HttpSettings> {
 export interface PluginOptions extends Partial<HttpSettings> {
   /** A LateStore when the server listens before its store is open (see http/readiness.ts). */
   readonly store: Store | LateStore;
+  /** The unknown-kid refetch cooldown of JWT keys (default 30 s); tests shorten it. Not a setting. */
+  readonly jwtCooldownMs?: number;
 }
 
 export interface AppOptions extends ServerOptions, PluginOptions {}
@@ -58,7 +61,8 @@ function errorSender(outage: StoreOutage | undefined): ErrorSender {
     // A 503 is an expected condition, logged once per change of state rather than per request: a store
     // outage by StoreOutage (warn, no stack), start-up and drain by server.ts. A 500 is a bug: its stack.
     if (row === ERRORS.storeUnavailable) outage?.failed(error instanceof Error ? error : new Error(message), request.log);
-    else if (row !== ERRORS.notServing) request.log.error({ err: error }, 'request failed');
+    // The identity provider's state is logged by its key cache (http/auth/jwks.ts), once per change.
+    else if (row !== ERRORS.notServing && row !== ERRORS.identityProviderUnavailable) request.log.error({ err: error }, 'request failed');
     // A 5xx shows no internal text; the request id ties the answer to the logged cause.
     return reply.code(row.status).headers(headers).send({ error: row.code, message: `${message} (request id ${request.id})` });
   };
@@ -136,7 +140,7 @@ export function createServer({ logger, ...overrides }: ServerOptions): FastifyIn
  * not-found handler asks the router which methods the path has (http/methods.ts).
  */
 export const plantstore = fp(
-  async function plantstore(app: FastifyInstance, { store: given, ...overrides }: PluginOptions): Promise<void> {
+  async function plantstore(app: FastifyInstance, { store: given, jwtCooldownMs, ...overrides }: PluginOptions): Promise<void> {
     const settings: HttpSettings = { ...DEFAULTS, ...overrides };
     const late = given instanceof LateStore ? given : undefined;
     const store: Store = given instanceof LateStore ? given.handle : given;
@@ -174,10 +178,17 @@ export const plantstore = fp(
     await app.register(async function storeRoutes(scope) {
       if (late) readinessGate(scope, late);
       // One set of authentication steps for every route: one token cache, one failure count per address.
+      // The JWT verifier (when configured) starts fetching its provider's keys now, in the background:
+      // neither start-up nor /readyz waits for the provider.
+      const list = verifiers(store, settings, app.log, { jwtCooldownMs });
+      scope.addHook('onClose', (_instance, done) => {
+        for (const v of list) v.close?.();
+        done();
+      });
       const auth = bearerAuth(scope, store, {
         failures: settings.authFailureLimit ? new AuthFailureLimit(store, settings.authFailureLimit) : undefined,
         tokenRate: settings.rateLimit ? new TokenRateLimit(store, settings.rateLimit) : undefined,
-      });
+      }, list);
       await scope.register(plantRoutes, { store, auth });
       await scope.register(webhookRoutes, {
         store,

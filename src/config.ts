@@ -3,6 +3,7 @@ import { isAbsolute, resolve } from 'node:path';
 import envSchema from 'env-schema';
 import { Type, type TSchema } from 'typebox';
 import { DURATION, parseDuration } from './domain/duration.js';
+import { isScope, type Scope } from './domain/principal.js';
 
 export type DatabaseConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
 
@@ -43,6 +44,68 @@ const RATE = /^([1-9]\d{0,8})\/(second|minute|hour)$/;
 const WINDOW_MS = { second: 1000, minute: 60_000, hour: 3_600_000 } as const;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/**
+ * The asymmetric signature algorithms a key set can verify. `none` and HMAC (HS256, HS384, HS512) are not
+ * among them: an HMAC key is a shared secret, and a public key set must never be used as one (the
+ * classic "alg confusion" attack).
+ */
+export const JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'] as const;
+export type JwtAlgorithm = (typeof JWT_ALGORITHMS)[number];
+
+function parseJwtAlgorithms(value: string): readonly JwtAlgorithm[] {
+  const names = value.split(',').map((a) => a.trim()).filter(Boolean);
+  if (names.length === 0) throw new ConfigError('JWT_ALGORITHMS must name at least one algorithm');
+  for (const name of names) {
+    if (name.toLowerCase() === 'none' || /^HS\d+$/i.test(name)) {
+      throw new ConfigError(`JWT_ALGORITHMS: ${name} is never accepted (unsigned, or an HMAC shared secret rather than a key set's public key)`);
+    }
+    if (!(JWT_ALGORITHMS as readonly string[]).includes(name)) {
+      throw new ConfigError(`JWT_ALGORITHMS: unknown algorithm "${name}"; algorithms are ${JWT_ALGORITHMS.join(', ')}`);
+    }
+  }
+  return [...new Set(names)] as JwtAlgorithm[];
+}
+
+function parseJwtDefaultScopes(value: string): readonly Scope[] {
+  const names = value.split(/[\s,]+/).filter(Boolean);
+  for (const name of names) {
+    if (name === 'plants:admin') throw new ConfigError('JWT_DEFAULT_SCOPES must not grant plants:admin (it would make every user of the provider an admin)');
+    if (!isScope(name)) throw new ConfigError(`JWT_DEFAULT_SCOPES: unknown scope "${name}"`);
+  }
+  return [...new Set(names)] as Scope[];
+}
+
+const LOOPBACK_HOSTS = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
+
+/**
+ * A provider URL: https, or http on a loopback address only (a test stand-in, a local provider): keys
+ * fetched over plain HTTP from elsewhere could be replaced by anyone on the path.
+ */
+export function providerUrlProblem(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'is not a URL';
+  }
+  if (url.protocol === 'https:') return null;
+  if (url.protocol === 'http:' && LOOPBACK_HOSTS.test(url.hostname)) return null;
+  return 'must be an https:// URL (http:// only on a loopback address)';
+}
+
+function providerUrlOption<K extends string>(key: K, env: string, help: string): Option<K, string | null> {
+  return option(key, env, '', help, {
+    schema: Type.String(),
+    refusal: (value) => `${env} must be an https:// URL, got "${value}"`,
+    parse(value) {
+      if (value === '') return null;
+      const problem = providerUrlProblem(value);
+      if (problem) throw new ConfigError(`${env} ${problem}, got "${value}"`);
+      return value;
+    },
+  });
+}
 
 /**
  * Every setting, once: the environment variable, the `serve` flag, the default, the help text and the
@@ -159,9 +222,55 @@ export const OPTIONS = [
   durationOption('webhookRetentionMs', 'WEBHOOK_RETENTION', '7d', 'Delivered and failed webhook events, and their attempts, are kept this long'),
   integerOption('webhookConcurrency', 'WEBHOOK_CONCURRENCY', '64', 'Webhook requests in flight at once, per instance', 1, 10_000),
   integerOption('webhookEndpointConcurrency', 'WEBHOOK_ENDPOINT_CONCURRENCY', '32', 'Webhook requests in flight to one endpoint at once, per instance', 1, 1000),
+  providerUrlOption(
+    'jwtIssuer', 'JWT_ISSUER',
+    'Identity provider (OpenID Connect issuer) whose JWT access tokens are accepted: its keys are found by discovery, and `iss` must equal it; empty: JWTs off',
+  ),
+  providerUrlOption(
+    'jwtJwksUrl', 'JWT_JWKS_URL',
+    'The JWT key set (JWKS) URL, instead of discovery from JWT_ISSUER (`iss` is then checked only when JWT_ISSUER is set too)',
+  ),
+  option('jwtAudience', 'JWT_AUDIENCE', '', 'What a JWT\'s `aud` must contain (required when JWT_ISSUER or JWT_JWKS_URL is set)', {
+    schema: Type.String(),
+    refusal: () => 'JWT_AUDIENCE must be text',
+    parse: (value): string | null => (value.trim() === '' ? null : value.trim()),
+  }),
+  option(
+    'jwtAlgorithms', 'JWT_ALGORITHMS', 'RS256,PS256,ES256,EdDSA',
+    `Comma-separated JWT signature algorithms accepted (of ${JWT_ALGORITHMS.join(', ')}); none and HMAC (HS256…) are never accepted`,
+    {
+      schema: Type.String(),
+      refusal: (value) => `JWT_ALGORITHMS must be comma-separated algorithms, got "${value}"`,
+      parse: parseJwtAlgorithms,
+    },
+  ),
+  durationOption('jwtClockSkewMs', 'JWT_CLOCK_SKEW', '60s', 'Clock difference tolerated with the identity provider when checking a JWT\'s exp and nbf'),
+  option('jwtUserClaim', 'JWT_USER_CLAIM', 'sub', 'The JWT claim that names the user (the same users as `token create --user`)', {
+    schema: Type.String({ pattern: '^[\\x21-\\x7e]{1,100}$' }),
+    refusal: (value) => `JWT_USER_CLAIM must be a claim name, got "${value}"`,
+    parse: (value) => value,
+  }),
+  option(
+    'jwtDefaultScopes', 'JWT_DEFAULT_SCOPES', '',
+    'Comma-separated scopes a JWT gets when it carries none of plantstore\'s (for providers that cannot issue custom scopes); never plants:admin',
+    {
+      schema: Type.String(),
+      refusal: (value) => `JWT_DEFAULT_SCOPES must be comma-separated scopes, got "${value}"`,
+      parse: parseJwtDefaultScopes,
+    },
+  ),
 ] as const;
 
 type Options = (typeof OPTIONS)[number];
+
+/** Checks between settings, which no single option's parse can make. */
+function checkTogether(config: Config): void {
+  if ((config.jwtIssuer !== null || config.jwtJwksUrl !== null) && config.jwtAudience === null) {
+    throw new ConfigError(
+      'JWT_AUDIENCE is required when JWT_ISSUER or JWT_JWKS_URL is set (the client id or API identifier your tokens are issued for): without it, a token issued for any other application of the provider would be accepted',
+    );
+  }
+}
 
 function trustProxyRefusal(value: string): string {
   return `TRUST_PROXY must be off or comma-separated proxy addresses/CIDRs, got "${value}"`;
@@ -274,6 +383,7 @@ function configOf(raw: Record<string, unknown>): Config {
   const config: Partial<Record<Options['key'], unknown>> = {};
   for (const o of OPTIONS) config[o.key] = o.parse(String(raw[o.env]));
   // Every key of the table is set just above, each to its parse's type, which is what Config says.
+  checkTogether(config as Config);
   return config as Config;
 }
 

@@ -31,6 +31,13 @@ test('defaults: port 8080 on 127.0.0.1, info logs, ./data/plantstore.db, rate li
     webhookRetentionMs: 7 * 86_400_000,
     webhookConcurrency: 64,
     webhookEndpointConcurrency: 32,
+    jwtIssuer: null,
+    jwtJwksUrl: null,
+    jwtAudience: null,
+    jwtAlgorithms: ['RS256', 'PS256', 'ES256', 'EdDSA'],
+    jwtClockSkewMs: 60_000,
+    jwtUserClaim: 'sub',
+    jwtDefaultScopes: [],
   });
 });
 

@@ -6,6 +6,7 @@ import { ERROR_ROWS, ERRORS, type ErrorRow } from '../src/http/errors.js';
 import { buildApp } from '../src/app.js';
 import { LateStore } from '../src/http/readiness.js';
 import { bearer, errorBody, silentLogger, testApp } from './helpers.js';
+import { AUDIENCE, closedPort, sign, signingKey, type TestProvider } from './jwt-provider.js';
 import { onlyAnswer, raw, rawErrorBody } from './raw-http.js';
 
 function parseRaw(received: string): { status: number; headers: Readonly<Record<string, string>>; body: { error: number; message: string } } {
@@ -90,6 +91,15 @@ test('every row of the error table is produced by some request, with the Error b
   t.after(() => starting.close());
   const notReady = await starting.inject({ method: 'GET', url: '/readyz' });
   expectRow(ERRORS.notServing, notReady.statusCode, errorBody(notReady), 'store not open yet');
+
+  // 50302: a JWT whose key cannot be fetched, the identity provider being unreachable (nothing listens
+  // on its port). Never a 401: the token may well be valid.
+  const key = await signingKey('RS256', 'k1');
+  const noProvider = await testApp(t, { jwtJwksUrl: `http://127.0.0.1:${await closedPort()}/jwks`, jwtAudience: AUDIENCE });
+  const jwt = await sign({ issuer: 'https://idp.example/' } as TestProvider, { sub: 'alice', scope: 'plants:read' }, { key });
+  const providerDown = await noProvider.app.inject({ method: 'GET', url: '/plants', headers: bearer(jwt) });
+  expectRow(ERRORS.identityProviderUnavailable, providerDown.statusCode, errorBody(providerDown), 'identity provider unreachable');
+  assert.match(String(providerDown.headers['retry-after']), /^[1-9]\d*$/);
 
   // Errors raised by Node's HTTP parser, before any route runs, need a real socket.
   const tooLarge = parseRaw(await raw(app, `GET /plants HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`));

@@ -5,12 +5,22 @@ export function isScope(value: string): value is Scope {
   return (SCOPES as readonly string[]).includes(value);
 }
 
+/**
+ * The `tokenId` of a principal established from a JWT: a JWT has no record in this store (`token list`
+ * does not show it), so it has no id; real ids start at 1.
+ */
+export const NO_TOKEN_ID = -1;
+
 /** Who is calling, as established from a bearer token. */
 export interface Principal {
+  /** The opaque token's id, as `token list` shows it; NO_TOKEN_ID for a JWT. */
   readonly tokenId: number;
   readonly user: string;
   readonly scopes: readonly Scope[];
-  /** An admin lists every user's plants; it still creates and deletes only its own. */
+  /**
+   * An admin lists every user's plants; it still creates and deletes only its own. `token create --admin`,
+   * or a JWT with the `plants:admin` scope.
+   */
   readonly admin: boolean;
 }
 

@@ -50,6 +50,10 @@ export const ERRORS = {
   internal: { status: 500, code: 50000, message: 'Internal error' },
   storeUnavailable: { status: 503, code: 50300, message: 'The store is unavailable; retry shortly' },
   notServing: { status: 503, code: 50301, message: 'This instance is starting or shutting down; retry (another instance)' },
+  identityProviderUnavailable: {
+    status: 503, code: 50302,
+    message: 'The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After)',
+  },
 } as const satisfies Record<string, ErrorRow>;
 
 export const ERROR_ROWS: readonly ErrorRow[] = Object.values(ERRORS);

@@ -21,9 +21,13 @@ const ListQuery = Type.Object({
   ),
 });
 
-/** What any route behind a bearer token can answer about the token and its caller. */
+/**
+ * What any route behind a bearer token can answer about the token and its caller (50302: a JWT whose key
+ * cannot be fetched from the identity provider).
+ */
 export const AUTHENTICATION_ERRORS = [
   ERRORS.missingToken, ERRORS.invalidToken, ERRORS.insufficientScope, ERRORS.authFailuresLimited, ERRORS.rateLimited,
+  ERRORS.identityProviderUnavailable,
 ];
 
 const DeleteParams = Type.Object({

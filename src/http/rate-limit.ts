@@ -1,5 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import type { Rate } from '../config.js';
+import { NO_TOKEN_ID, type Principal } from '../domain/principal.js';
 import type { RateCount, Store } from '../store/store.js';
 import type { Hook } from './auth/authenticate.js';
 import { ApiError, ERRORS } from './errors.js';
@@ -39,8 +40,8 @@ export class TokenRateLimit {
   }
 
   /** Counts the request; sets the RateLimit headers; throws 429 once the token is over its budget. */
-  async check(tokenId: number, reply: FastifyReply): Promise<void> {
-    const { count, resetInMs }: RateCount = await this.#store.hit(`token:${tokenId}`, this.#rate.windowMs);
+  async check(key: string, reply: FastifyReply): Promise<void> {
+    const { count, resetInMs }: RateCount = await this.#store.hit(key, this.#rate.windowMs);
     const headers = rateHeaders('token', this.#rate, this.#rate.limit - count, resetInMs);
     reply.headers(headers);
     if (count > this.#rate.limit) {
@@ -49,10 +50,20 @@ export class TokenRateLimit {
   }
 }
 
+/**
+ * Whose budget a request counts against: an opaque token's own; for JWTs, their user's. A JWT lives
+ * minutes and a client fetches a new one as often as it likes, so a budget per JWT (or per `jti`) would
+ * reset at every refresh; the user it names is the stable identity. (Keys are per kind: a user's opaque
+ * tokens keep their own budgets.)
+ */
+export function rateKey(principal: Principal): string {
+  return principal.tokenId === NO_TOKEN_ID ? `jwt-user:${principal.user}` : `token:${principal.tokenId}`;
+}
+
 /** The per-token rate step, after authentication and the scope check (a 403 costs no budget). */
 export function limitTokenRate(limit: TokenRateLimit): Hook {
   return function countTokenRequest(request, reply, done) {
-    limit.check(request.principal.tokenId, reply).then(() => done(), done);
+    limit.check(rateKey(request.principal), reply).then(() => done(), done);
   };
 }
 

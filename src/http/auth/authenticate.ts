@@ -1,8 +1,9 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal, Scope } from '../../domain/principal.js';
 import type { Store } from '../../store/store.js';
 import { ApiError, ERRORS } from '../errors.js';
 import type { AuthFailureLimit } from '../rate-limit.js';
+import { JwtVerifier, jwtConfigured, type JwtSettings } from './jwt.js';
 import { OpaqueTokenVerifier } from './opaque.js';
 import { Refusal, type Verdict, type Verifier } from './verifier.js';
 
@@ -34,11 +35,20 @@ export type Done = (error?: Error) => void;
 export type Hook = (request: FastifyRequest, reply: FastifyReply, done: Done) => void;
 
 /**
- * The verifiers, first match wins. Issue 11 (JWT/OIDC) adds its verifier here, before the opaque one,
- * when its configuration is set: `new JwtVerifier(settings.jwt)` whose `accepts` is the JWT shape.
+ * The verifiers, first match wins: JWTs (jwt.ts, by their shape) when JWT_ISSUER or JWT_JWKS_URL is
+ * set, then opaque tokens, which take anything else. Without JWT settings the list has one verifier,
+ * which the hook then calls without asking (see `only` below): opaque tokens cost what they did before.
+ * `jwtCooldownMs` shortens the unknown-kid refetch cooldown (tests only).
  */
-export function verifiers(store: Store): readonly Verifier[] {
-  return [new OpaqueTokenVerifier(store)];
+export function verifiers(
+  store: Store,
+  settings?: JwtSettings,
+  log?: FastifyBaseLogger,
+  { jwtCooldownMs }: { jwtCooldownMs?: number | undefined } = {},
+): readonly Verifier[] {
+  const opaque = new OpaqueTokenVerifier(store);
+  if (settings === undefined || log === undefined || !jwtConfigured(settings)) return [opaque];
+  return [new JwtVerifier(settings, log, { cooldownMs: jwtCooldownMs }), opaque];
 }
 
 export interface AuthenticationOptions {
@@ -73,8 +83,9 @@ export function authentication(
       // For whoever debugs a client: why, and for a known token its id (as in "token list"); never the
       // token itself, nor its hash, which identifies it just as well.
       request.log.debug({ reason: refusal.reason, tokenId: refusal.tokenId }, 'bearer token refused');
-      if (!failures) return done(invalidToken());
-      failures.failed(request.ip).then((limited) => done(limited ?? invalidToken()), () => done(invalidToken()));
+      const refused = invalidToken(refusal.description);
+      if (!failures) return done(refused);
+      failures.failed(request.ip).then((limited) => done(limited ?? refused), () => done(refused));
     };
     const accept = (verdict: Verdict): void => {
       if (verdict instanceof Refusal) return refuse(verdict);
@@ -104,10 +115,21 @@ export function requireScope(required: Scope): Hook {
   };
 }
 
-function invalidToken(): ApiError {
+/**
+ * 401 invalid_token. An opaque token's refusal says no more than the row (unknown, expired or revoked
+ * are not told apart); a JWT's names the check that failed (its Refusal's description).
+ */
+function invalidToken(description?: string): ApiError {
+  if (description === undefined) {
+    return new ApiError(
+      ERRORS.invalidToken,
+      ERRORS.invalidToken.message,
+      challenge(`, error="invalid_token", error_description="${ERRORS.invalidToken.message}"`),
+    );
+  }
   return new ApiError(
     ERRORS.invalidToken,
-    ERRORS.invalidToken.message,
-    challenge(`, error="invalid_token", error_description="${ERRORS.invalidToken.message}"`),
+    `The bearer token is invalid: ${description}`,
+    challenge(`, error="invalid_token", error_description="${description}"`),
   );
 }

@@ -2,12 +2,16 @@ import type { Principal } from '../../domain/principal.js';
 
 /**
  * Why a bearer string was refused, for the debug log (never the token, nor anything that identifies it
- * as well as the token does). `tokenId` names a known token as `token list` shows it.
+ * as well as the token does). `tokenId` names a known token as `token list` shows it. `description`,
+ * when set, is told to the client (the challenge's error_description and the message): a JWT's refusal
+ * says which check failed, which helps whoever configures the identity provider and tells an attacker
+ * nothing the token does not already show. Printable ASCII without quotes or backslashes (RFC 6750 §3).
  */
 export class Refusal {
   constructor(
     readonly reason: string,
     readonly tokenId?: number,
+    readonly description?: string,
   ) {}
 }
 
@@ -31,4 +35,6 @@ export interface Verifier {
    */
   accepts(token: string): boolean;
   verify(token: string, now: number): Verdict | Promise<Verdict>;
+  /** Stops background work (a JWT verifier's key refresh) when the app closes. */
+  close?(): void;
 }

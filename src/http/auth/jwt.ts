@@ -1,0 +1,211 @@
+import type { FastifyBaseLogger } from 'fastify';
+import {
+  decodeProtectedHeader, errors, jwtVerify,
+  type CryptoKey, type FlattenedJWSInput, type JWSHeaderParameters, type JWTPayload, type JWTVerifyOptions,
+} from 'jose';
+import type { Config } from '../../config.js';
+import { isScope, NO_TOKEN_ID, userNameProblem, type Principal, type Scope } from '../../domain/principal.js';
+import { ApiError, ERRORS } from '../errors.js';
+import { ProviderKeys } from './jwks.js';
+import { Refusal, type Verdict, type Verifier } from './verifier.js';
+
+/** The settings of JWT verification (the JWT_* rows of the configuration table). */
+export type JwtSettings = Pick<
+  Config,
+  'jwtIssuer' | 'jwtJwksUrl' | 'jwtAudience' | 'jwtAlgorithms' | 'jwtClockSkewMs' | 'jwtUserClaim' | 'jwtDefaultScopes'
+>;
+
+/** Whether JWTs are on: a key source is configured (config.ts then guarantees an audience). */
+export function jwtConfigured(settings: JwtSettings): boolean {
+  return settings.jwtIssuer !== null || settings.jwtJwksUrl !== null;
+}
+
+/** The scope a JWT carries to be an admin (`token create --admin`); not a Scope of opaque tokens. */
+export const ADMIN_SCOPE = 'plants:admin';
+
+/**
+ * How long a verified JWT is trusted without checking it again (never past its `exp`): the bound on how
+ * late a key the provider withdrew stops working for tokens already seen, on top of the refresh period.
+ */
+export const VERIFIED_TTL_MS = 60_000;
+const VERIFIED_MAX_ENTRIES = 10_000;
+/** JWTs are up to MAX_HEADER_SIZE long: the remembered ones are bounded in characters too. */
+const VERIFIED_MAX_CHARS = 16 * 1024 * 1024;
+
+// Three base64url parts; the signature may be empty (alg "none"), so that such a token is refused as
+// a disallowed algorithm rather than as an unknown opaque token.
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+
+interface Verified {
+  readonly principal: Principal;
+  /** Trusted until then: the token's exp, or VERIFIED_TTL_MS after verification, whichever is first. */
+  readonly until: number;
+}
+
+/** What a refusal tells the client, by check (printable ASCII, no quotes: it goes in a challenge). */
+const DESCRIPTIONS = {
+  malformed: 'malformed JWT',
+  alg: 'JWT signature algorithm (alg) is not allowed',
+  signature: 'JWT signature verification failed',
+  unknownKey: 'no key of the identity provider matches the JWT (kid)',
+  ambiguousKey: 'JWT names no key (kid) and several keys of the identity provider could have signed it',
+  iss: 'JWT issuer (iss) is not the one configured',
+  aud: 'JWT audience (aud) does not include this API',
+  expired: 'JWT has expired (exp)',
+  nbf: 'JWT is not valid yet (nbf)',
+  noExp: 'JWT has no expiry (exp)',
+  claim: 'JWT claim is invalid',
+  user: 'JWT user claim is missing or not a valid user name',
+} as const;
+
+const refusal = (reason: keyof typeof DESCRIPTIONS, description: string = DESCRIPTIONS[reason]): Refusal =>
+  new Refusal(`jwt: ${reason}`, undefined, description);
+
+/** A jose error as the refusal it means; anything else is not the token's fault and is rethrown. */
+function refusalOf(error: unknown): Refusal {
+  if (error instanceof errors.JWTExpired) return refusal('expired');
+  if (error instanceof errors.JWTClaimValidationFailed) {
+    if (error.claim === 'iss') return refusal('iss');
+    if (error.claim === 'aud') return refusal('aud');
+    if (error.claim === 'nbf') return refusal('nbf');
+    if (error.claim === 'exp') return refusal('noExp');
+    return refusal('claim', `JWT claim ${error.claim.replace(/[^\x21-\x7e]|["\\]/g, '?').slice(0, 40)} is invalid`);
+  }
+  if (error instanceof errors.JOSEAlgNotAllowed) return refusal('alg');
+  if (error instanceof errors.JWSSignatureVerificationFailed) return refusal('signature');
+  if (error instanceof errors.JWKSNoMatchingKey) return refusal('unknownKey');
+  if (error instanceof errors.JWKSMultipleMatchingKeys) return refusal('ambiguousKey');
+  if (error instanceof errors.JOSEError) return refusal('malformed');
+  throw error;
+}
+
+/** plantstore's scopes among a JWT's `scope` (space-separated) and `scp` (array, or space-separated). */
+function grantsOf(payload: JWTPayload): { scopes: Scope[]; admin: boolean } {
+  const words: string[] = [];
+  const add = (value: unknown): void => {
+    if (typeof value === 'string') words.push(...value.split(' '));
+    else if (Array.isArray(value)) for (const v of value) if (typeof v === 'string') words.push(v);
+  };
+  add(payload.scope);
+  add(payload.scp);
+  return { scopes: [...new Set(words.filter(isScope))], admin: words.includes(ADMIN_SCOPE) };
+}
+
+/** Refuses unknown keys with the provider unreachable: 503, which the client retries, never 401. */
+class ProviderUnavailable extends Error {}
+
+/**
+ * JWT access tokens from the team's identity provider (issue 11): signature by the provider's published
+ * keys (jwks.ts), `iss`, `aud`, `exp`/`nbf` with JWT_CLOCK_SKEW, the allowed algorithms; the user from
+ * JWT_USER_CLAIM and plantstore's scopes. A verified token is remembered until its `exp` (at most
+ * VERIFIED_TTL_MS), so that the next request with it costs one Map lookup and is answered synchronously.
+ */
+export class JwtVerifier implements Verifier {
+  readonly #settings: JwtSettings;
+  readonly #options: JWTVerifyOptions;
+  readonly #keys: ProviderKeys;
+  readonly #verified = new Map<string, Verified>();
+  #verifiedChars = 0;
+  /** Verifications in flight, so that concurrent requests with one new token share one. */
+  readonly #pending = new Map<string, Promise<Verdict>>();
+
+  constructor(settings: JwtSettings, log: FastifyBaseLogger, { cooldownMs }: { cooldownMs?: number | undefined } = {}) {
+    this.#settings = settings;
+    this.#options = {
+      ...(settings.jwtIssuer === null ? {} : { issuer: settings.jwtIssuer }),
+      ...(settings.jwtAudience === null ? {} : { audience: settings.jwtAudience }),
+      algorithms: [...settings.jwtAlgorithms],
+      clockTolerance: settings.jwtClockSkewMs / 1000,
+      // An access token without an expiry would be valid forever (RFC 9068 §2.2 requires exp).
+      requiredClaims: ['exp'],
+    };
+    this.#keys = new ProviderKeys({ issuer: settings.jwtIssuer, jwksUrl: settings.jwtJwksUrl, log, cooldownMs });
+  }
+
+  /** The JWT shape; an opaque token is told apart by its prefix before any pattern runs. */
+  accepts(token: string): boolean {
+    return !token.startsWith('pst_') && JWT_SHAPE.test(token);
+  }
+
+  verify(token: string, now: number): Verdict | Promise<Verdict> {
+    const known = this.#verified.get(token);
+    if (known !== undefined) {
+      if (now < known.until) return known.principal;
+      this.#forget(token, known);
+    }
+    let pending = this.#pending.get(token);
+    if (pending === undefined) {
+      pending = this.#verify(token, now).finally(() => this.#pending.delete(token));
+      this.#pending.set(token, pending);
+    }
+    return pending;
+  }
+
+  close(): void {
+    this.#keys.close();
+  }
+
+  async #verify(token: string, now: number): Promise<Verdict> {
+    // The algorithm is checked before any key lookup, so that "none" or HS256 never causes a fetch.
+    let alg: unknown;
+    try {
+      alg = decodeProtectedHeader(token).alg;
+    } catch {
+      return refusal('malformed');
+    }
+    if (typeof alg !== 'string' || !this.#options.algorithms?.includes(alg)) return refusal('alg');
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, (header, input) => this.#key(header, input, now), { ...this.#options, currentDate: new Date(now) }));
+    } catch (error) {
+      if (error instanceof ProviderUnavailable) {
+        throw new ApiError(ERRORS.identityProviderUnavailable, ERRORS.identityProviderUnavailable.message, {
+          'retry-after': String(this.#keys.retryAfterSeconds(Date.now())),
+        });
+      }
+      return refusalOf(error);
+    }
+    const user = payload[this.#settings.jwtUserClaim];
+    if (typeof user !== 'string' || userNameProblem(user) !== null) return refusal('user');
+    const grants = grantsOf(payload);
+    const scopes = grants.scopes.length === 0 && !grants.admin ? [...this.#settings.jwtDefaultScopes] : grants.scopes;
+    const principal: Principal = { tokenId: NO_TOKEN_ID, user, scopes, admin: grants.admin };
+    // jwtVerify required exp; remembered never past it (the skew is left to a fresh verification).
+    this.#remember(token, { principal, until: Math.min((payload.exp as number) * 1000, now + VERIFIED_TTL_MS) });
+    return principal;
+  }
+
+  /** The key from the cached set; for an unknown kid, the set fetched again (cooldown permitting). */
+  async #key(header: JWSHeaderParameters, input: FlattenedJWSInput, now: number): Promise<CryptoKey> {
+    const cached = this.#keys.keys;
+    if (cached !== undefined) {
+      try {
+        return await cached(header, input);
+      } catch (error) {
+        if (!(error instanceof errors.JWKSNoMatchingKey)) throw error;
+      }
+    }
+    const reachable = await this.#keys.refetchForUnknownKey(now);
+    const fresh = this.#keys.keys;
+    if (fresh !== undefined && fresh !== cached) return fresh(header, input);
+    if (!reachable) throw new ProviderUnavailable();
+    throw new errors.JWKSNoMatchingKey();
+  }
+
+  #remember(token: string, entry: Verified): void {
+    if (entry.until <= Date.now()) return;
+    while (this.#verified.size >= VERIFIED_MAX_ENTRIES || this.#verifiedChars + token.length > VERIFIED_MAX_CHARS) {
+      const oldest = this.#verified.entries().next();
+      if (oldest.done) break;
+      this.#forget(oldest.value[0], oldest.value[1]);
+    }
+    this.#verified.set(token, entry);
+    this.#verifiedChars += token.length;
+  }
+
+  #forget(token: string, entry: Verified): void {
+    if (this.#verified.get(token) !== entry) return;
+    this.#verified.delete(token);
+    this.#verifiedChars -= token.length;
+  }
+}

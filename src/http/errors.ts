@@ -30,12 +30,15 @@ export const ERRORS = {
     status: 400, code: 40006,
     message: 'The webhook URL points at a loopback, private, link-local, unspecified or multicast address (WEBHOOK_ALLOW_PRIVATE)',
   },
+  invalidTokenRequest: { status: 400, code: 40007, message: 'The request body is not a valid token request (user, scopes, admin, expiresIn, name)' },
   missingToken: { status: 401, code: 40100, message: 'A bearer token is required' },
   invalidToken: { status: 401, code: 40101, message: 'The bearer token is unknown, expired or revoked' },
   insufficientScope: { status: 403, code: 40300, message: 'The token lacks the scope this operation needs' },
+  adminRequired: { status: 403, code: 40301, message: 'This operation needs an admin token (token create --admin, or a JWT with plants:admin)' },
   routeNotFound: { status: 404, code: 40400, message: 'No such route' },
   plantNotFound: { status: 404, code: 40401, message: 'The caller has no plant with this id' },
   webhookNotFound: { status: 404, code: 40402, message: 'The caller has no webhook endpoint with this id' },
+  tokenNotFound: { status: 404, code: 40403, message: 'The caller has no unrevoked token with this id' },
   methodNotAllowed: { status: 405, code: 40500, message: 'Method not allowed on this route (see the Allow header)' },
   requestTimeout: { status: 408, code: 40800, message: 'The request was not received in time' },
   idConflict: { status: 409, code: 40900, message: 'A different plant with this id already exists' },
@@ -58,7 +61,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /**
      * The row a body that fails this route's schema is answered with. Default: invalidNewPlant (40002),
-     * the plant routes' row; the webhook routes say invalidWebhook (40005).
+     * the plant routes' row; the webhook routes say invalidWebhook (40005), POST /tokens invalidTokenRequest (40007).
      */
     invalidBody?: ErrorRow;
   }

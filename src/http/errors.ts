@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyError } from 'fastify';
 import { Type } from 'typebox';
+import { DURATION } from '../domain/duration.js';
 import { STORABLE_TEXT } from '../domain/plant.js';
 import { SECURITY_HEADERS } from './security-headers.js';
 import { StoreNotOpenError, StoreUnavailableError } from '../store/store.js';
@@ -30,7 +31,7 @@ export const ERRORS = {
     status: 400, code: 40006,
     message: 'The webhook URL points at a loopback, private, link-local, unspecified or multicast address (WEBHOOK_ALLOW_PRIVATE)',
   },
-  invalidTokenRequest: { status: 400, code: 40007, message: 'The request body is not a valid token request (user, scopes, admin, expiresIn, name)' },
+  invalidTokenRequest: { status: 400, code: 40007, message: 'The request body is not a valid token request' },
   missingToken: { status: 401, code: 40100, message: 'A bearer token is required' },
   invalidToken: { status: 401, code: 40101, message: 'The bearer token is unknown, expired or revoked' },
   insufficientScope: { status: 403, code: 40300, message: 'The token lacks the scope this operation needs' },
@@ -111,6 +112,17 @@ const BY_VALIDATION_CONTEXT: Record<string, ErrorRow> = {
   params: ERRORS.invalidPath,
 };
 
+type ValidationDetail = NonNullable<FastifyError['validation']>[number];
+
+/** Ajv's message, in words a client can act on where ajv's would quote a pattern or hide the choices. */
+function validationReason(first: ValidationDetail | undefined): string | undefined {
+  if (first?.params.pattern === STORABLE_TEXT) return 'must not contain U+0000 or unpaired surrogates';
+  if (first?.params.pattern === DURATION.source) return 'must look like 30d, 12h, 15m or 90s (a whole number 1–999999 and s, m, h or d)';
+  const allowed = first?.params.allowedValues;
+  if (Array.isArray(allowed)) return `must be one of ${allowed.join(', ')}`;
+  return first?.message;
+}
+
 /**
  * Maps anything thrown while handling a request to a row of the table. A body that fails its schema is
  * answered with `invalidBody`: the route's own row (its `config.invalidBody`), else 40002.
@@ -127,8 +139,7 @@ export function toApiError(error: unknown, invalidBody: ErrorRow = ERRORS.invali
     if (row === ERRORS.invalidPath) return new ApiError(row);
     const first = fastifyError.validation[0];
     const field = first?.instancePath.replace(/^\//, '').replaceAll('/', '.') || fastifyError.validationContext;
-    const reason = first?.params.pattern === STORABLE_TEXT ? 'must not contain U+0000 or unpaired surrogates' : first?.message;
-    return new ApiError(row, `${row.message}: ${field} ${reason}`);
+    return new ApiError(row, `${row.message}: ${field} ${validationReason(first)}`);
   }
   const row = BY_FASTIFY_CODE[fastifyError.code];
   if (row) return new ApiError(row);

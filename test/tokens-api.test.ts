@@ -213,3 +213,42 @@ test('DELETE /tokens/{id}: an unknown, malformed or out-of-range id is 404 (4040
   assertError(await app.inject({ method: 'PUT', url: '/tokens/1', headers: bearer(root) }), 405, 40500);
   assert.equal((await app.inject({ method: 'PATCH', url: '/tokens', headers: bearer(root) })).headers.allow, 'GET, HEAD, POST');
 });
+
+test('the store lists one user\'s tokens and revokes only the given user\'s, in one statement, on every handle', async (t) => {
+  const { token, store, reopen } = await testApp(t);
+  await token('alice');
+  await token('bob');
+  await token('alice', { scopes: ['plants:read'] });
+  const other = await reopen();
+  for (const handle of [store, other]) {
+    assert.deepEqual((await handle.listTokens('alice')).map((r) => r.user), ['alice', 'alice']);
+    assert.deepEqual((await handle.listTokens('nobody')), []);
+    assert.deepEqual((await handle.listTokens()).map((r) => r.user), ['alice', 'bob', 'alice']);
+  }
+  const [a1, b1, a2] = (await store.listTokens()).map((r) => r.id);
+  assert.ok(a1 !== undefined && b1 !== undefined && a2 !== undefined);
+  assert.equal(await other.revokeToken(b1, 'alice'), false, 'not alice\'s');
+  assert.equal((await store.listTokens('bob'))[0]?.revokedAt, null);
+  assert.equal(await other.revokeToken(a2, 'alice'), true);
+  assert.equal(await store.revokeToken(a2, 'alice'), false, 'already revoked');
+  assert.equal(await store.revokeToken(a2), false, 'already revoked, whoever asks');
+  assert.ok((await store.listTokens('alice'))[1]?.revokedAt instanceof Date);
+  assert.equal((await store.listTokens('alice'))[0]?.revokedAt, null);
+});
+
+test('a token revoked over HTTP on one instance is refused by another instance on the same store within the bound', async (t) => {
+  const first = await testApp(t);
+  const second = await testApp(t, {}, first);
+  const root = await first.token('root', { admin: true });
+  const victim = (await createToken(first.app, root, { user: 'alice' })).json();
+  assert.equal((await list(second.app, victim.secret)).statusCode, 200, 'cached by the second instance');
+  const revokedAt = Date.now();
+  assert.equal((await revoke(first.app, root, victim.id)).statusCode, 204);
+  let res = await list(second.app, victim.secret);
+  while (res.statusCode === 200 && Date.now() - revokedAt < REVOCATION_WITHIN_MS) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    res = await list(second.app, victim.secret);
+  }
+  assertError(res, 401, 40101);
+  assert.ok(Date.now() - revokedAt < REVOCATION_WITHIN_MS, `refused within ${REVOCATION_WITHIN_MS} ms`);
+});

@@ -50,8 +50,8 @@ function tokenView(record: TokenRecord, now: number): TokenView {
   return view;
 }
 
-/** Whose tokens a caller sees and revokes: its user's, or, for an admin token, everyone's. */
-const visibleTo = (principal: Principal) => (record: TokenRecord): boolean => principal.admin || record.user === principal.user;
+/** Whose tokens a caller sees and revokes: its user's, or, for an admin token, everyone's (undefined). */
+const ownerOf = (principal: Principal): string | undefined => (principal.admin ? undefined : principal.user);
 
 const invalid = (detail: string): ApiError =>
   new ApiError(ERRORS.invalidTokenRequest, `${ERRORS.invalidTokenRequest.message}: ${detail}`);
@@ -136,7 +136,7 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<TokenRoutesOptions> = async 
     },
     async (request) => {
       const now = Date.now();
-      return (await store.listTokens()).filter(visibleTo(request.principal)).map((record) => tokenView(record, now));
+      return (await store.listTokens(ownerOf(request.principal))).map((record) => tokenView(record, now));
     },
   );
 
@@ -160,12 +160,10 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<TokenRoutesOptions> = async 
     },
     async (request, reply) => {
       const { id } = request.params;
-      if (!TOKEN_ID.test(id)) throw new ApiError(ERRORS.tokenNotFound);
-      // Read, then revoke: the store revokes by id alone. Between the two the token can only become
-      // revoked (by someone else), which revokeToken answers false: 404 as if it had been before.
-      const target = (await store.listTokens()).find((record) => record.id === Number(id));
-      if (target === undefined || target.revokedAt !== null || !visibleTo(request.principal)(target)) throw new ApiError(ERRORS.tokenNotFound);
-      if (!(await store.revokeToken(target.id))) throw new ApiError(ERRORS.tokenNotFound);
+      // One statement checks the owner and revokes: unknown, another user's and already revoked are alike.
+      if (!TOKEN_ID.test(id) || !(await store.revokeToken(Number(id), ownerOf(request.principal)))) {
+        throw new ApiError(ERRORS.tokenNotFound);
+      }
       return reply.code(204).send(null);
     },
   );

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { TOKEN_CACHE_TTL_MS } from '../src/http/auth.js';
@@ -251,4 +252,20 @@ test('a token revoked over HTTP on one instance is refused by another instance o
   }
   assertError(res, 401, 40101);
   assert.ok(Date.now() - revokedAt < REVOCATION_WITHIN_MS, `refused within ${REVOCATION_WITHIN_MS} ms`);
+});
+
+test('a created token\'s secret and its hash never reach the log, nor the admin token that made it', async (t) => {
+  const logs = new PassThrough();
+  let logged = '';
+  logs.on('data', (d) => (logged += d));
+  const { app, token } = await testApp(t, { logStream: logs, accessLog: true });
+  const root = await token('root', { admin: true });
+  const created = (await createToken(app, root, { user: 'alice', name: 'ci' })).json();
+  assert.equal((await listTokens(app, created.secret)).statusCode, 200);
+  assert.equal((await revoke(app, created.secret, created.id)).statusCode, 204);
+  assert.match(logged, /"url":"\/tokens"/, 'the requests were logged');
+  for (const secret of [created.secret, root]) {
+    assert.ok(!logged.includes(secret), 'no secret in the log');
+    assert.ok(!logged.includes(hashToken(secret)), 'no hash in the log');
+  }
 });

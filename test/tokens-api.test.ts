@@ -65,6 +65,12 @@ test('POST /tokens with an admin token: 201, the record and a secret shown once 
   assert.notEqual(plain.json().secret, body.secret);
   assert.equal((await create(app, plain.json().secret, { id: 1, name: 'fern' })).statusCode, 200);
 
+  // The longest lifetime the form allows is stored and read back exactly on either backend.
+  const longest = await createToken(app, root, { user: 'bob', expiresIn: '999999d' });
+  assert.equal(longest.statusCode, 201, longest.body);
+  assert.equal(Date.parse(longest.json().expiresAt) - Date.parse(longest.json().createdAt), 999_999 * 86_400_000);
+  assert.equal((await listTokens(app, root)).json().find((r: { id: number }) => r.id === longest.json().id).expiresAt, longest.json().expiresAt);
+
   // An admin makes admin tokens too (it is the operator); the new one makes tokens in turn.
   const admin = await createToken(app, root, { user: 'ops', admin: true, scopes: ['plants:read', 'plants:read'] });
   assert.equal(admin.statusCode, 201, admin.body);

@@ -6,6 +6,8 @@ import { createLogger } from './logger.js';
 import { LateStore } from './http/readiness.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
+import { packageVersion } from './version.js';
+import { Dispatcher } from './webhooks/dispatcher.js';
 
 /** After the drain deadline the store still has to close; past this too, the process exits 1. */
 const CLOSE_STORE_GRACE_MS = 5000;
@@ -58,6 +60,31 @@ function open(config: Config, logger: Logger): Promise<Store> {
   });
 }
 
+/** What a shutdown has to stop, as far as start-up got. */
+interface Target {
+  app: FastifyInstance | undefined;
+  store: Store | undefined;
+  dispatcher: Dispatcher | undefined;
+}
+
+/**
+ * Delivers webhooks from `store` (src/webhooks/dispatcher.ts) until the app closes. Started once the
+ * store is open and the server listens, so that a start-up that fails has nothing to stop.
+ */
+function startDispatcher(config: Config, store: Store, logger: Logger): Dispatcher {
+  const dispatcher = new Dispatcher(store, {
+    webhookTimeoutMs: config.webhookTimeoutMs,
+    webhookRetryScheduleMs: config.webhookRetryScheduleMs,
+    webhookRetentionMs: config.webhookRetentionMs,
+    webhookConcurrency: config.webhookConcurrency,
+    webhookEndpointConcurrency: config.webhookEndpointConcurrency,
+    webhookAllowPrivate: config.webhookAllowPrivate,
+    userAgent: `plantstore/${packageVersion()}`,
+  }, logger);
+  dispatcher.start();
+  return dispatcher;
+}
+
 /**
  * Stops the process on SIGTERM/SIGINT/SIGHUP in every state: `app.close()` drains (http/shutdown.ts, bounded
  * by DRAIN_TIMEOUT), then the store closes and the process exits 0. A second signal, or a store that will
@@ -70,11 +97,14 @@ function open(config: Config, logger: Logger): Promise<Store> {
  */
 function stopOnSignals(
   log: Logger,
-  target: { app: FastifyInstance | undefined; store: Store | undefined },
+  target: Target,
   config: Config,
 ): { readonly stopping: boolean; uninstall(): void } {
   let stopping = false;
   const close = async (): Promise<void> => {
+    // Webhook delivery stops claiming now and winds down during the HTTP drain, not after it: both end
+    // by the drain deadline (the app's onClose then waits for the dispatcher before the store closes).
+    void target.dispatcher?.stop(Date.now() + config.drainTimeoutMs);
     if (target.app) await target.app.close();
     else await target.store?.close();
   };
@@ -145,7 +175,7 @@ function stopOnSignals(
  */
 export async function serve(config: Config): Promise<FastifyInstance | undefined> {
   const logger = createLogger(config.logLevel);
-  const target: { app: FastifyInstance | undefined; store: Store | undefined } = { app: undefined, store: undefined };
+  const target: Target = { app: undefined, store: undefined, dispatcher: undefined };
   const signals = stopOnSignals(logger, target, config);
   /** Undefined when a signal came while the store opened: the shutdown it started ends the process. */
   const openStoreUnlessStopping = async (): Promise<Store | undefined> => {
@@ -174,18 +204,28 @@ export async function serve(config: Config): Promise<FastifyInstance | undefined
     const app = await buildApp({ ...config, store, logger });
     const backing = store instanceof LateStore ? store.handle : store;
     app.addHook('onClose', () => backing.close());
+    // onClose hooks run last-added first: this one, before the store closes. A signal started the stop
+    // already (with the drain's deadline); any other close starts it here.
+    app.addHook('onClose', async () => {
+      await target.dispatcher?.stop(Date.now() + config.drainTimeoutMs);
+    });
     target.app = app;
     try {
       await app.listen({ port: config.port, host: config.host });
     } catch (error) {
       throw listenError(config, error);
     }
+    let opened: Store;
     if (store instanceof LateStore) {
       app.log.info({ store: where(config.database) }, 'opening the store; requests are answered 503 until it is open');
-      const opened = await openStoreUnlessStopping();
-      if (!opened) return app;
-      store.open(opened);
+      const late = await openStoreUnlessStopping();
+      if (!late) return app;
+      store.open(late);
+      opened = late;
+    } else {
+      opened = store;
     }
+    target.dispatcher = startDispatcher(config, opened, logger);
     app.log.info({ store: backing.backend, at: where(config.database) }, 'plantstore ready');
     return app;
   } catch (error) {

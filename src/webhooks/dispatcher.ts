@@ -1,0 +1,417 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { AttemptResult, ClaimedDelivery } from '../domain/webhook.js';
+import type { Store } from '../store/store.js';
+import { Sender, type SendResult } from './sender.js';
+
+/** The configuration rows the dispatcher runs on. */
+export type DispatcherSettings = Pick<
+  Config,
+  | 'webhookTimeoutMs' | 'webhookRetryScheduleMs' | 'webhookRetentionMs' | 'webhookConcurrency'
+  | 'webhookEndpointConcurrency' | 'webhookAllowPrivate'
+> & {
+  /** `plantstore/<version>`. */
+  readonly userAgent: string;
+  /** How often due events are looked for without a wake-up (retries, other instances' events, expired claims). */
+  readonly pollIntervalMs?: number;
+  /** How often delivered and failed events past WEBHOOK_RETENTION are removed. */
+  readonly sweepIntervalMs?: number;
+};
+
+const DEFAULT_POLL_INTERVAL_MS = 1000;
+const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
+/** A claim outlives the attempt by this much beyond twice its timeout (a queued wait plus the attempt). */
+const LEASE_MARGIN_MS = 30_000;
+/**
+ * A claim takes up to this many rounds of an endpoint's in-flight cap at once: every claim is a write
+ * transaction, and one endpoint with a backlog would otherwise cost one per WEBHOOK_ENDPOINT_CONCURRENCY
+ * events. The extra events wait locally for a slot (and are given back if their lease runs short).
+ */
+const CLAIM_ROUNDS = 8;
+/** Events held locally (in flight and waiting) stay within this multiple of WEBHOOK_CONCURRENCY. */
+const HELD_FACTOR = CLAIM_ROUNDS;
+/**
+ * Claims are at least this far apart. Under a stream of creates every commit announces new events; one
+ * claim every few milliseconds takes them all at once, instead of one commit per announcement.
+ */
+const CLAIM_INTERVAL_MS = 10;
+/** Attempt results wait at most this long to be recorded together... */
+const RECORD_DELAY_MS = 20;
+/** ...or until this many are ready. */
+const RECORD_BATCH = 256;
+/** An event that waited so long that its attempt might outlast its lease is released, not started. */
+const START_MARGIN_MS = 5000;
+/** Retry delays are lengthened by up to this fraction, so that failures at one moment do not retry in step. */
+const JITTER = 0.1;
+
+/** The reason the dispatcher aborts attempts at the shutdown deadline (the sender's own timeout has another). */
+const SHUTDOWN = Symbol('shutdown');
+
+/** Events of one endpoint held by this instance: in flight, and claimed but waiting for a free slot. */
+interface EndpointState {
+  readonly id: string;
+  active: number;
+  /** The store may have more of its events due: it was left out of a claim, or a claim took its maximum. */
+  more: boolean;
+  readonly waiting: Waiting[];
+}
+
+interface Waiting {
+  readonly delivery: ClaimedDelivery;
+  /** Past this (epoch ms), an attempt started now might outlast the claim: the event is released instead. */
+  readonly startBy: number;
+}
+
+/**
+ * Delivers the events the store queues (the transactional outbox): claims due events under a lease,
+ * sends one attempt each (sender.ts), and records how each ended, in batches.
+ *
+ * - Bounded: at most WEBHOOK_CONCURRENCY attempts in flight in all, and at most
+ *   WEBHOOK_ENDPOINT_CONCURRENCY per endpoint. Claimed events beyond an endpoint's free slots wait locally;
+ *   an endpoint with a full round waiting is left out of claims (`busy`), so a dead or slow receiver ties
+ *   up its own slots and its own queue only, and never delays the others.
+ * - Prompt: the store wakes the dispatcher after a commit that queued events; a poll finds the rest
+ *   (retries coming due, expired claims of a dead instance, other instances' creates). One claim at a time;
+ *   when a claim came back full there may be more, so another follows as slots free up.
+ * - At least once: an event is recorded only after its attempt. If recording fails (the store is down), the
+ *   claims expire and the events are attempted again; on shutdown, whatever was claimed and not attempted
+ *   is released.
+ * - Nothing on the request path waits for any of this.
+ */
+export class Dispatcher {
+  /** This instance's id: its claims are the ones it may record or release. */
+  readonly instance = `dsp_${randomBytes(9).toString('base64url')}`;
+  readonly #store: Store;
+  readonly #settings: DispatcherSettings;
+  readonly #log: Logger;
+  readonly #sender: Sender;
+  readonly #leaseMs: number;
+
+  readonly #endpoints = new Map<string, EndpointState>();
+  /** Endpoints with events waiting while every global slot was taken, in the order they got stuck. */
+  readonly #starved = new Set<EndpointState>();
+  /** Events whose lease ran short while they waited: released in the next flush. */
+  #expiring: ClaimedDelivery[] = [];
+  /** Events claimed and not yet attempted, recorded or released. */
+  readonly #held = new Set<ClaimedDelivery>();
+  /** Abort handles of the attempts in flight (for the shutdown deadline). */
+  readonly #inFlight = new Set<AbortController>();
+  #claiming = false;
+  /** Settles when the claim under way has been handled. */
+  #claimDone: Promise<void> | null = null;
+  /** When the last claim was sent (epoch ms), and the timer that spaces claims out. */
+  #lastClaim = 0;
+  #claimTimer: NodeJS.Timeout | undefined;
+  #claimAgain = false;
+  /** The last claim came back full: more may be due, so claim again as slots free up. */
+  #backlog = false;
+
+  #results: AttemptResult[] = [];
+  #flushTimer: NodeJS.Timeout | undefined;
+  #flushNow = false;
+  #recording: Promise<void> | null = null;
+
+  #poll: NodeJS.Timeout | undefined;
+  #sweep: NodeJS.Timeout | undefined;
+  #started = false;
+  #stopping: Promise<void> | null = null;
+  /** Set when the store failed (claim, record, sweep): one warning per outage, not one per attempt. */
+  #storeFailing = false;
+  /** Resolves when nothing is in flight (during stop). */
+  #idle: (() => void) | null = null;
+
+  constructor(store: Store, settings: DispatcherSettings, logger: Logger) {
+    this.#store = store;
+    this.#settings = settings;
+    this.#log = logger.child({ component: 'webhooks' });
+    this.#leaseMs = 2 * settings.webhookTimeoutMs + LEASE_MARGIN_MS;
+    this.#sender = new Sender({
+      timeoutMs: settings.webhookTimeoutMs,
+      allowPrivate: settings.webhookAllowPrivate,
+      userAgent: settings.userAgent,
+      connectionsPerOrigin: settings.webhookEndpointConcurrency,
+    });
+  }
+
+  start(): void {
+    if (this.#started) return;
+    this.#started = true;
+    this.#store.onEventsQueued(() => this.#wake());
+    this.#poll = setInterval(() => this.#wake(), this.#settings.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS);
+    this.#sweep = setInterval(() => void this.#sweepOld(), this.#settings.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS);
+    this.#poll.unref();
+    this.#sweep.unref();
+    this.#wake();
+    void this.#sweepOld();
+  }
+
+  /**
+   * Stops claiming at once; lets attempts in flight finish until `deadline` (epoch ms), then aborts the
+   * rest; releases every event claimed and not attempted (they are due again at once, for this or another
+   * instance); records the results. Calling it again returns the same promise.
+   */
+  stop(deadline: number): Promise<void> {
+    this.#stopping ??= this.#stop(deadline);
+    return this.#stopping;
+  }
+
+  async #stop(deadline: number): Promise<void> {
+    clearInterval(this.#poll);
+    clearInterval(this.#sweep);
+    clearTimeout(this.#claimTimer);
+    if (this.#started) this.#store.onEventsQueued(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))));
+    // Events waiting for a slot are not started now; a claim under way adds its events to them. (One that
+    // answers after the deadline, from a store that hangs, leaves its events to their lease.)
+    if (this.#claimDone) await Promise.race([this.#claimDone, late]);
+    if (this.#inFlight.size > 0) {
+      const idle = new Promise<void>((resolve) => (this.#idle = resolve));
+      await Promise.race([idle, late]);
+      clearTimeout(timer);
+      if (this.#inFlight.size > 0) {
+        this.#log.warn({ inFlight: this.#inFlight.size }, 'webhook attempts still in flight at the drain deadline; aborting them for retry');
+        for (const controller of this.#inFlight) controller.abort(SHUTDOWN);
+        await idle;
+      }
+    }
+    clearTimeout(timer);
+    const unattempted = [...this.#held];
+    this.#held.clear();
+    if (unattempted.length > 0) {
+      await this.#store.releaseDeliveries(this.instance, unattempted).catch((err: unknown) => {
+        // Their claims expire instead; the events are attempted again then.
+        this.#log.warn({ err, events: unattempted.length }, 'could not release webhook claims; they will be retried when their lease ends');
+      });
+    }
+    clearTimeout(this.#flushTimer);
+    await this.#flush();
+    await this.#sender.close().catch(() => undefined);
+  }
+
+  /**
+   * Claims now, or after the claim under way when `news` (events queued, the poll): those may be events
+   * that claim did not see. Room freed by an attempt during a claim needs no second one: the claim's
+   * answer says afresh which endpoints have more due (EndpointState.more), and the next attempt to end
+   * wakes it then.
+   */
+  #wake(news = true): void {
+    if (this.#stopping) return;
+    if (this.#claiming) {
+      if (news) this.#claimAgain = true;
+      return;
+    }
+    if (this.#claimTimer) return;
+    const wait = this.#lastClaim + CLAIM_INTERVAL_MS - Date.now();
+    if (wait > 0) {
+      this.#claimTimer = setTimeout(() => {
+        this.#claimTimer = undefined;
+        this.#wake();
+      }, wait);
+      return;
+    }
+    this.#claimDone = this.#claim();
+  }
+
+  /** Endpoints this instance will not take more of now: a full round of their events waits already. */
+  #busy(): string[] {
+    const cap = this.#settings.webhookEndpointConcurrency;
+    const busy: string[] = [];
+    for (const [id, state] of this.#endpoints) if (state.waiting.length >= cap) busy.push(id);
+    return busy;
+  }
+
+  async #claim(): Promise<void> {
+    this.#claiming = true;
+    this.#claimAgain = false;
+    try {
+      const concurrency = this.#settings.webhookConcurrency;
+      const limit = Math.min(concurrency - this.#inFlight.size, HELD_FACTOR * concurrency - this.#held.size);
+      if (limit <= 0) {
+        // Full: claim again as soon as an attempt ends.
+        this.#backlog = true;
+        return;
+      }
+      const perEndpoint = this.#settings.webhookEndpointConcurrency * CLAIM_ROUNDS;
+      const busy = this.#busy();
+      const claimedAt = Date.now();
+      this.#lastClaim = claimedAt;
+      const claimed = await this.#store.claimDeliveries({
+        instance: this.instance, limit, perEndpoint, busy, leaseMs: this.#leaseMs,
+      });
+      this.#storeBack();
+      const startBy = claimedAt + this.#leaseMs - this.#settings.webhookTimeoutMs - START_MARGIN_MS;
+      const counts = new Map<string, number>();
+      for (const delivery of claimed) {
+        this.#held.add(delivery);
+        counts.set(delivery.endpointId, (counts.get(delivery.endpointId) ?? 0) + 1);
+        this.#endpoint(delivery.endpointId).waiting.push({ delivery, startBy });
+      }
+      // Full in all, or for one endpoint, or endpoints left out as busy: the store may have more due, to
+      // claim as soon as there is room for it (rather than at the next poll).
+      this.#backlog = claimed.length >= limit;
+      const left = new Set(busy);
+      for (const [id, state] of this.#endpoints) state.more = left.has(id) || (counts.get(id) ?? 0) >= perEndpoint;
+      if (this.#stopping) return;
+      for (const id of counts.keys()) this.#pump(id);
+    } catch (err) {
+      this.#storeDown(err, 'claiming webhook deliveries failed');
+    } finally {
+      this.#claiming = false;
+      // News that came during the claim: another, spaced out by CLAIM_INTERVAL_MS.
+      if (this.#claimAgain) this.#wake();
+    }
+  }
+
+  #endpoint(id: string): EndpointState {
+    let state = this.#endpoints.get(id);
+    if (!state) {
+      state = { id, active: 0, more: false, waiting: [] };
+      this.#endpoints.set(id, state);
+    }
+    return state;
+  }
+
+  /**
+   * Starts the endpoint's waiting events while it and the instance have free slots. When the instance's
+   * slots ran out first, the endpoint is noted and started again when one frees up (#attempt).
+   */
+  #pump(endpointId: string): void {
+    const state = this.#endpoints.get(endpointId);
+    if (!state) return;
+    const cap = this.#settings.webhookEndpointConcurrency;
+    const now = Date.now();
+    while (state.active < cap && state.waiting.length > 0 && !this.#stopping) {
+      if (this.#inFlight.size >= this.#settings.webhookConcurrency) {
+        this.#starved.add(state);
+        return;
+      }
+      const { delivery, startBy } = state.waiting.shift() as Waiting;
+      if (now > startBy) {
+        this.#expire(delivery);
+        continue;
+      }
+      state.active++;
+      void this.#attempt(delivery, state);
+    }
+    this.#starved.delete(state);
+    if (state.active === 0 && state.waiting.length === 0) this.#endpoints.delete(endpointId);
+  }
+
+  /** Gives back an event that waited too long for a slot: another attempt must not overlap a new claim. */
+  #expire(delivery: ClaimedDelivery): void {
+    this.#held.delete(delivery);
+    this.#expiring.push(delivery);
+    this.#scheduleFlush();
+  }
+
+  async #attempt(delivery: ClaimedDelivery, state: EndpointState): Promise<void> {
+    const controller = new AbortController();
+    this.#inFlight.add(controller);
+    const at = new Date();
+    const result = await this.#sender.send(delivery, controller);
+    this.#inFlight.delete(controller);
+    state.active--;
+    // Aborted by the shutdown deadline: released (attempt count as before), not counted as a failure.
+    if (controller.signal.reason !== SHUTDOWN || result.status !== null) {
+      this.#held.delete(delivery);
+      this.#results.push(this.#outcome(delivery, result, at));
+      this.#scheduleFlush();
+    }
+    if (this.#inFlight.size === 0 && this.#idle) this.#idle();
+    this.#pump(delivery.endpointId);
+    // A global slot freed: endpoints that waited for one go first, oldest first.
+    for (const starved of this.#starved) {
+      if (this.#inFlight.size >= this.#settings.webhookConcurrency) break;
+      this.#pump(starved.id);
+    }
+    if (this.#backlog || this.#roomFor(state)) this.#wake(false);
+  }
+
+  /** The endpoint has more due in the store and room to queue it: a claim would get some. */
+  #roomFor(state: EndpointState): boolean {
+    return state.more && state.waiting.length < this.#settings.webhookEndpointConcurrency;
+  }
+
+  #outcome(delivery: ClaimedDelivery, { status, error }: SendResult, at: Date): AttemptResult {
+    if (status !== null && status >= 200 && status < 300 && error === null) {
+      return { delivery, outcome: 'delivered', status, error: null, at, retryInMs: null };
+    }
+    if (status === 410) return { delivery, outcome: 'gone', status, error, at, retryInMs: null };
+    const schedule = this.#settings.webhookRetryScheduleMs;
+    const delay = schedule[delivery.attempt - 1];
+    if (delay === undefined) return { delivery, outcome: 'failed', status, error, at, retryInMs: null };
+    const retryInMs = Math.round(delay * (1 + Math.random() * JITTER));
+    return { delivery, outcome: 'retry', status, error, at, retryInMs };
+  }
+
+  /**
+   * Results are recorded together, those of up to RECORD_DELAY_MS in one transaction (at once when a
+   * full batch is ready): each recording is a commit, and on SQLite a synchronous one, during which no
+   * attempt progresses. A wait this short changes nothing for anyone reading the attempts.
+   */
+  #scheduleFlush(): void {
+    if (this.#results.length + this.#expiring.length >= RECORD_BATCH) {
+      clearTimeout(this.#flushTimer);
+      this.#flushTimer = undefined;
+      if (!this.#flushNow) {
+        this.#flushNow = true;
+        setImmediate(() => {
+          this.#flushNow = false;
+          void this.#flush();
+        });
+      }
+      return;
+    }
+    this.#flushTimer ??= setTimeout(() => {
+      this.#flushTimer = undefined;
+      void this.#flush();
+    }, RECORD_DELAY_MS);
+  }
+
+  /** Records every collected result (and releases expiring claims); one at a time, the next batch after it. */
+  async #flush(): Promise<void> {
+    while (this.#recording) await this.#recording;
+    if (this.#results.length === 0 && this.#expiring.length === 0) return;
+    const batch = this.#results;
+    const expiring = this.#expiring;
+    this.#results = [];
+    this.#expiring = [];
+    const release = expiring.length === 0 ? Promise.resolve() : this.#store.releaseDeliveries(this.instance, expiring);
+    const record = batch.length === 0 ? Promise.resolve() : this.#store.recordAttempts(this.instance, batch);
+    this.#recording = Promise.all([release, record]).then(
+      () => this.#storeBack(),
+      // The attempts happened but are not recorded: their claims expire and they are made again
+      // (at least once; the receiver deduplicates by webhook-id).
+      (err: unknown) => this.#storeDown(err, 'recording webhook attempts failed; they will be retried when their lease ends'),
+    );
+    try {
+      await this.#recording;
+    } finally {
+      this.#recording = null;
+    }
+    if (this.#results.length > 0) await this.#flush();
+  }
+
+  async #sweepOld(): Promise<void> {
+    try {
+      const removed = await this.#store.sweepWebhooks(new Date(Date.now() - this.#settings.webhookRetentionMs));
+      if (removed > 0) this.#log.info({ removed }, 'removed webhook events past their retention');
+    } catch (err) {
+      this.#storeDown(err, 'removing old webhook events failed');
+    }
+  }
+
+  #storeDown(err: unknown, message: string): void {
+    if (this.#storeFailing) return;
+    this.#storeFailing = true;
+    this.#log.warn({ err }, message);
+  }
+
+  #storeBack(): void {
+    if (!this.#storeFailing) return;
+    this.#storeFailing = false;
+    this.#log.info('webhook delivery resumed');
+  }
+}

@@ -1,0 +1,181 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP } from 'node:net';
+import { Agent, request } from 'undici';
+import type { ClaimedDelivery } from '../domain/webhook.js';
+import { isForbiddenAddress } from './destination.js';
+import { sign, signingKey } from './signature.js';
+
+/**
+ * A receiver's answer body is read (so that the connection can be reused) and thrown away; one that is
+ * longer than this is cut off with its connection instead of being read to its end.
+ */
+const MAX_RESPONSE_BODY_BYTES = 64 * 1024;
+
+/** How one attempt ended: the receiver's status when it answered, and a short text when it failed. */
+export interface SendResult {
+  readonly status: number | null;
+  readonly error: string | null;
+}
+
+export interface SenderOptions {
+  /** The whole attempt — connecting, the request, the answer's headers and body — within this. */
+  readonly timeoutMs: number;
+  /** WEBHOOK_ALLOW_PRIVATE: skip the destination checks (local development and tests). */
+  readonly allowPrivate: boolean;
+  /** The User-Agent header: `plantstore/<version>`. */
+  readonly userAgent: string;
+  /** Connections kept per origin: as many as the attempts one endpoint may have in flight. */
+  readonly connectionsPerOrigin: number;
+}
+
+/** The destination resolved (or is) an address webhooks are not sent to; its message is the attempt's error. */
+export class ForbiddenDestinationError extends Error {
+  readonly code = 'WEBHOOK_FORBIDDEN_DESTINATION';
+  constructor(address: string) {
+    super(`destination not allowed: ${address} is a private address`);
+  }
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * dns.lookup, refusing when any address the name resolves to is forbidden: the check happens on the
+ * resolution the connection then uses, every time a connection is made, so a name that resolves to a
+ * public address at registration and to 127.0.0.1 later (DNS rebinding) is not called. All addresses
+ * are checked, not just the first: the connection may try each in turn (happy eyeballs).
+ */
+function checkedLookup(hostname: string, options: { all?: boolean; family?: number; hints?: number }, callback: LookupCallback): void {
+  dnsLookup(hostname, { family: options.family ?? 0, hints: options.hints ?? 0, all: true }, (error, addresses) => {
+    if (error) return callback(error, []);
+    const forbidden = addresses.find((a) => isForbiddenAddress(a.address));
+    if (forbidden) return callback(new ForbiddenDestinationError(forbidden.address), []);
+    if (options.all) return callback(null, addresses);
+    const first = addresses[0];
+    if (!first) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), []);
+    callback(null, first.address, first.family);
+  });
+}
+
+/** 10000 → "10s", 1500 → "1500ms": how timeouts are written in the configuration. */
+function duration(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+}
+
+const CONNECTION_ERRORS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  EPIPE: 'connection reset',
+  UND_ERR_SOCKET: 'connection closed before the answer',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host name could not be resolved',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ETIMEDOUT: 'connection timed out',
+  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+  UND_ERR_INFO: 'invalid answer',
+  HPE_INVALID_CONSTANT: 'invalid HTTP answer',
+};
+
+/** The short text an attempt's error is shown as (GET /webhooks/{id}/deliveries): never a stack. */
+function describe(error: unknown): string {
+  if (error instanceof ForbiddenDestinationError) return error.message;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string') {
+    if (CONNECTION_ERRORS[code]) return CONNECTION_ERRORS[code];
+    if (code.startsWith('HPE_')) return 'invalid HTTP answer';
+    if (code.startsWith('ERR_TLS_') || code.includes('CERT') || code.startsWith('ERR_SSL_')) return `TLS error (${code})`;
+    return `request failed (${code})`;
+  }
+  return 'request failed';
+}
+
+/** Why the sender aborted an attempt itself. */
+const TIMED_OUT = Symbol('timed out');
+
+/**
+ * Sends webhook attempts: one POST each, signed, on a shared keep-alive pool (one pool of at most
+ * `connectionsPerOrigin` connections per origin), never following a redirect. `send` never rejects: every
+ * way an attempt can end is a SendResult.
+ */
+export class Sender {
+  readonly #agent: Agent;
+  readonly #options: SenderOptions;
+  readonly #timeoutText: string;
+
+  constructor(options: SenderOptions) {
+    this.#options = options;
+    this.#timeoutText = `timed out after ${duration(options.timeoutMs)}`;
+    this.#agent = new Agent({
+      connections: options.connectionsPerOrigin,
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+      connect: {
+        timeout: options.timeoutMs,
+        ...(options.allowPrivate ? {} : { lookup: checkedLookup }),
+      },
+    });
+  }
+
+  /**
+   * One attempt. `controller` lets the caller abort it (shutdown): it then ends with the error "aborted"
+   * at once. A 2xx is success even when its body then fails to arrive: the receiver said it has the event.
+   */
+  async send(delivery: ClaimedDelivery, controller: AbortController = new AbortController()): Promise<SendResult> {
+    const refused = this.#refusedLiteral(delivery.url);
+    if (refused) return { status: null, error: refused };
+    const timer = setTimeout(() => controller.abort(TIMED_OUT), this.#options.timeoutMs);
+    let status: number | null = null;
+    try {
+      const timestamp = Math.floor(Date.now() / 1000);
+      const response = await request(delivery.url, {
+        dispatcher: this.#agent,
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': this.#options.userAgent,
+          'webhook-id': delivery.eventId,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': sign(signingKey(delivery.secret), delivery.eventId, timestamp, delivery.body),
+        },
+        body: delivery.body,
+        signal: controller.signal,
+      });
+      status = response.statusCode;
+      await response.body.dump({ limit: MAX_RESPONSE_BODY_BYTES, signal: controller.signal }).catch(() => undefined);
+      if (status >= 200 && status < 300) return { status, error: null };
+      if (status >= 300 && status < 400) return { status, error: 'redirect not followed' };
+      return { status, error: `HTTP ${status}` };
+    } catch (error) {
+      if (status !== null && status >= 200 && status < 300) return { status, error: null };
+      if (controller.signal.aborted) {
+        return { status, error: controller.signal.reason === TIMED_OUT ? this.#timeoutText : 'aborted' };
+      }
+      return { status, error: describe(error) };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * A URL whose host is an IP address connects without a lookup, so checkedLookup never sees it: it is
+   * checked here, before anything is sent. (Registration refuses such URLs too; this catches an endpoint
+   * registered while WEBHOOK_ALLOW_PRIVATE was on.)
+   */
+  #refusedLiteral(url: string): string | null {
+    if (this.#options.allowPrivate) return null;
+    let host: string;
+    try {
+      host = new URL(url).hostname;
+    } catch {
+      return 'invalid URL';
+    }
+    if (host.startsWith('[')) host = host.slice(1, -1);
+    if (isIP(host) === 0 || !isForbiddenAddress(host)) return null;
+    return new ForbiddenDestinationError(host).message;
+  }
+
+  /** Closes the pool's connections; attempts still in flight fail. */
+  async close(): Promise<void> {
+    await this.#agent.destroy();
+  }
+}

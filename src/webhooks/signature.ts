@@ -1,0 +1,22 @@
+import { createHmac } from 'node:crypto';
+
+/** What every Standard Webhooks secret starts with; the rest is the base64 of the key. */
+const SECRET_PREFIX = 'whsec_';
+
+/** The HMAC key of a `whsec_…` secret: the bytes its base64 part encodes. */
+export function signingKey(secret: string): Buffer {
+  if (!secret.startsWith(SECRET_PREFIX)) throw new Error('a webhook secret starts with whsec_');
+  return Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64');
+}
+
+/**
+ * The `webhook-signature` header of one attempt (Standard Webhooks, version 1): `v1,` and the base64
+ * HMAC-SHA256, keyed by the secret's bytes, of `id.timestamp.body`, so that a receiver using the
+ * `standardwebhooks` library (or the three lines in the README) verifies it. `key` is `signingKey(secret)`
+ * (decoded once per claim rather than per call, by whoever signs many).
+ */
+export function sign(secret: string | Buffer, id: string, timestampSeconds: number, body: string): string {
+  const key = typeof secret === 'string' ? signingKey(secret) : secret;
+  const mac = createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64');
+  return `v1,${mac}`;
+}

@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { test } from 'node:test';
+import { newEndpointId, newWebhookSecret } from '../../src/domain/webhook.js';
+import { openStore } from '../../src/store/open.js';
+import { issueToken } from '../../src/tokens.js';
+import { BACKEND, silentLogger, testDatabase } from '../helpers.js';
+import { startServer } from '../process.js';
+import { receiver } from '../webhook-receiver.js';
+
+if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
+
+const PLANTS = 300;
+
+test('two server instances on one database: with a receiver answering 200, each event arrives exactly once', async (t) => {
+  const db = await testDatabase(t);
+  const rx = await receiver(t);
+  const store = await openStore(db.config, { logger: silentLogger, poolSize: 1, startupTimeoutMs: 5000, server: false });
+  const { secret: token } = await issueToken(store, { user: 'alice' });
+  const endpoint = await store.createWebhook(
+    { id: newEndpointId(), user: 'alice', allUsers: false, url: rx.url, description: null, secret: newWebhookSecret() }, 10,
+  );
+  assert.notEqual(endpoint, 'limit');
+  await store.close();
+  const env = { DATABASE_URL: db.url, WEBHOOK_ALLOW_PRIVATE: 'on' };
+  const [a, b] = await Promise.all([startServer(t, env), startServer(t, env)]);
+  // Creates go to both instances at once; each instance claims whatever is due, its own or the other's.
+  const creates: Promise<void>[] = [];
+  for (let id = 1; id <= PLANTS; id++) {
+    const base = id % 2 ? a.url : b.url;
+    creates.push(fetch(`${base}/plants`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ id, name: `p${id}` }),
+    }).then((res) => assert.equal(res.status, 200)));
+    if (creates.length % 20 === 0) await Promise.all(creates.splice(0));
+  }
+  await Promise.all(creates);
+  await rx.waitFor(PLANTS, 30_000);
+  // Past a few polls of both instances: anything delivered twice would have arrived by now.
+  await sleep(2500);
+  const perEvent = new Map<string, number>();
+  const perPlant = new Map<string, number>();
+  for (const r of rx.received) {
+    const id = String(r.headers['webhook-id']);
+    perEvent.set(id, (perEvent.get(id) ?? 0) + 1);
+    perPlant.set(r.body, (perPlant.get(r.body) ?? 0) + 1);
+  }
+  assert.equal(rx.received.length, PLANTS);
+  assert.equal(perEvent.size, PLANTS);
+  assert.equal(perPlant.size, PLANTS);
+  assert.deepEqual(await Promise.all([a.stop(), b.stop()]), [0, 0]);
+});

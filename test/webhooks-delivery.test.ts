@@ -1,0 +1,366 @@
+import assert from 'node:assert/strict';
+import { test, type TestContext } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { newEndpointId, newWebhookSecret, webhookBody, type WebhookEndpoint } from '../src/domain/webhook.js';
+import type { NewPlant } from '../src/domain/plant.js';
+import type { Store } from '../src/store/store.js';
+import { Dispatcher, type DispatcherSettings } from '../src/webhooks/dispatcher.js';
+import { Sender } from '../src/webhooks/sender.js';
+import { Writable } from 'node:stream';
+import pg from 'pg';
+import { createLogger } from '../src/logger.js';
+import { POSTGRES_URL, silentLogger, testStore, type TestStore } from './helpers.js';
+import { eventually, freePort, receiver, sleep, type Received } from './webhook-receiver.js';
+
+/** Short everything, so that retries happen within a test. WEBHOOK_ALLOW_PRIVATE on: receivers are on loopback. */
+const SETTINGS: DispatcherSettings = {
+  webhookTimeoutMs: 2000,
+  webhookRetryScheduleMs: [200, 200, 200],
+  webhookRetentionMs: 7 * 24 * 3600_000,
+  webhookConcurrency: 16,
+  webhookEndpointConcurrency: 4,
+  webhookAllowPrivate: true,
+  userAgent: 'plantstore/test',
+  pollIntervalMs: 50,
+};
+
+/**
+ * A started dispatcher, stopped when the test ends. Tests also stop it themselves before returning:
+ * the store (opened first) closes first among the after-hooks.
+ */
+function dispatcher(t: TestContext, store: Store, overrides: Partial<DispatcherSettings> = {}): Dispatcher {
+  const d = new Dispatcher(store, { ...SETTINGS, ...overrides }, silentLogger);
+  d.start();
+  t.after(() => d.stop(Date.now() + 1000));
+  return d;
+}
+
+interface Registered {
+  readonly endpoint: WebhookEndpoint;
+  readonly secret: string;
+}
+
+async function register(store: Store, url: string, user = 'alice', allUsers = false): Promise<Registered> {
+  const secret = newWebhookSecret();
+  const endpoint = await store.createWebhook({ id: newEndpointId(), user, allUsers, url, description: null, secret }, 10);
+  assert.notEqual(endpoint, 'limit');
+  return { endpoint: endpoint as WebhookEndpoint, secret };
+}
+
+async function add(store: Store, owner: string, plant: NewPlant): Promise<void> {
+  assert.equal(await store.createPlant(owner, plant), 'created');
+}
+
+function verify(secret: string, request: Received): unknown {
+  return new Webhook(secret).verify(request.body, request.headers as Record<string, string>);
+}
+
+/** The endpoint's attempts (newest first) once `done` says they are complete. */
+async function attempts(store: Store, endpointId: string, done: (n: number) => boolean) {
+  return eventually(async () => {
+    const list = await store.listDeliveryAttempts(endpointId, null, 100);
+    assert.ok(list);
+    return done(list.length) ? list : undefined;
+  }, 15_000, 'attempts recorded');
+}
+
+test('a new plant is POSTed signed, with its exact body and the Standard Webhooks headers', async (t) => {
+  const { store } = await testStore(t);
+  const rx = await receiver(t);
+  const { endpoint, secret } = await register(store, rx.url);
+  const d = dispatcher(t, store);
+  const plant = { id: 9007199254740993n, name: 'Monstera "deliciosa" 🌿', tag: 'ü' };
+  await add(store, 'alice', plant);
+  const [request] = await rx.waitFor(1);
+  assert.ok(request);
+  assert.equal(request.body, webhookBody(plant));
+  assert.match(request.body, /^\{"id":9007199254740993,/);
+  assert.equal(request.headers['content-type'], 'application/json');
+  assert.equal(request.headers['user-agent'], 'plantstore/test');
+  const timestamp = Number(request.headers['webhook-timestamp']);
+  assert.ok(Math.abs(timestamp - Date.now() / 1000) < 60);
+  verify(secret, request); // throws unless the signature is valid
+  assert.throws(() => verify(newWebhookSecret(), request), /signature/i);
+  const [attempt] = await attempts(store, endpoint.id, (n) => n >= 1);
+  assert.equal(attempt?.state, 'delivered');
+  assert.equal(attempt?.status, 200);
+  assert.equal(attempt?.error, null);
+  assert.equal(attempt?.plantId, plant.id);
+  assert.equal(attempt?.eventId, request.headers['webhook-id']);
+  await d.stop(Date.now() + 1000);
+});
+
+test('500s then 200: retried on the schedule with the same webhook-id, each attempt signed', async (t) => {
+  const { store } = await testStore(t);
+  const rx = await receiver(t, (_r, n) => (n <= 2 ? 500 : 200));
+  const { endpoint, secret } = await register(store, rx.url);
+  const d = dispatcher(t, store);
+  await add(store, 'alice', { id: 1n, name: 'fern' });
+  const got = await rx.waitFor(3);
+  const ids = new Set(got.map((r) => r.headers['webhook-id']));
+  assert.equal(ids.size, 1);
+  for (const r of got) verify(secret, r);
+  const list = await attempts(store, endpoint.id, (n) => n >= 3);
+  assert.deepEqual(list.map((a) => [a.attempt, a.status, a.error, a.state]), [
+    [3, 200, null, 'delivered'],
+    [2, 500, 'HTTP 500', 'pending'],
+    [1, 500, 'HTTP 500', 'pending'],
+  ]);
+  // The schedule (200 ms, up to 10% jitter) was kept between attempts.
+  assert.ok(got[1]!.at - got[0]!.at >= 190, `retried after ${got[1]!.at - got[0]!.at} ms`);
+  await sleep(500);
+  assert.equal(rx.received.length, 3);
+  await d.stop(Date.now() + 1000);
+});
+
+test('a receiver that is down, then up, gets the event', async (t) => {
+  const { store } = await testStore(t);
+  const port = await freePort();
+  const { endpoint } = await register(store, `http://127.0.0.1:${port}/hook`);
+  const d = dispatcher(t, store, { webhookRetryScheduleMs: [300, 300, 300, 300, 300, 300, 300, 300] });
+  await add(store, 'alice', { id: 2n, name: 'ivy' });
+  const failed = await attempts(store, endpoint.id, (n) => n >= 1);
+  assert.equal(failed[0]?.status, null);
+  assert.equal(failed[0]?.error, 'connection refused');
+  assert.equal(failed[0]?.state, 'pending');
+  assert.ok(failed[0]?.nextAttemptAt);
+  const rx = await receiver(t, () => 200, port);
+  const [request] = await rx.waitFor(1);
+  assert.equal(request?.body, '{"id":2,"name":"ivy"}');
+  const list = await eventually(async () => {
+    const all = await store.listDeliveryAttempts(endpoint.id, null, 100);
+    return all?.[0]?.state === 'delivered' ? all : undefined;
+  });
+  assert.ok(list.length >= 2);
+  assert.equal(list[0]?.status, 200);
+  for (const earlier of list.slice(1)) assert.deepEqual([earlier.error, earlier.state], ['connection refused', 'pending']);
+  await d.stop(Date.now() + 1000);
+});
+
+test('a receiver slower than the timeout has failed; the attempt is retried', async (t) => {
+  const { store } = await testStore(t);
+  const rx = await receiver(t, (_r, n) => (n === 1 ? 'hang' : 200));
+  const { endpoint } = await register(store, rx.url);
+  const d = dispatcher(t, store, { webhookTimeoutMs: 1000 });
+  await add(store, 'alice', { id: 3n, name: 'cactus' });
+  const got = await rx.waitFor(2);
+  assert.equal(got[0]?.headers['webhook-id'], got[1]?.headers['webhook-id']);
+  const list = await attempts(store, endpoint.id, (n) => n >= 2);
+  assert.deepEqual(list.map((a) => [a.attempt, a.status, a.error, a.state]), [
+    [2, 200, null, 'delivered'],
+    [1, null, 'timed out after 1s', 'pending'],
+  ]);
+  await d.stop(Date.now() + 1000);
+});
+
+test('410 Gone disables the endpoint: nothing more is queued or sent to it', async (t) => {
+  const { store } = await testStore(t);
+  const rx = await receiver(t, () => 410);
+  const control = await receiver(t);
+  const { endpoint } = await register(store, rx.url);
+  await register(store, control.url);
+  const d = dispatcher(t, store);
+  await add(store, 'alice', { id: 4n, name: 'a' });
+  await rx.waitFor(1);
+  const [attempt] = await attempts(store, endpoint.id, (n) => n >= 1);
+  assert.deepEqual([attempt?.status, attempt?.state], [410, 'failed']);
+  const [listed] = (await store.listWebhooks('alice')).filter((e) => e.id === endpoint.id);
+  assert.ok(listed?.disabledAt instanceof Date);
+  await add(store, 'alice', { id: 5n, name: 'b' });
+  await control.waitFor(2);
+  await sleep(300);
+  assert.equal(rx.received.length, 1);
+  await d.stop(Date.now() + 1000);
+});
+
+test('a redirect is not followed and counts as a failure', async (t) => {
+  const { store } = await testStore(t);
+  const rx = await receiver(t, (r) => (r.url === '/hook' ? 302 : 200));
+  const { endpoint } = await register(store, rx.url);
+  const d = dispatcher(t, store, { webhookRetryScheduleMs: [] });
+  await add(store, 'alice', { id: 6n, name: 'a' });
+  const [attempt] = await attempts(store, endpoint.id, (n) => n >= 1);
+  assert.deepEqual([attempt?.status, attempt?.error, attempt?.state], [302, 'redirect not followed', 'failed']);
+  await sleep(300);
+  assert.deepEqual(rx.received.map((r) => r.url), ['/hook']);
+  await d.stop(Date.now() + 1000);
+});
+
+test('with private destinations refused, a name that resolves to loopback is not called', async (t) => {
+  const { store } = await testStore(t);
+  const rx = await receiver(t);
+  // Registration refuses "localhost" itself; an endpoint registered while private destinations were
+  // allowed (or a name rebound to 127.0.0.1 since) is refused at delivery, after DNS resolution.
+  const { endpoint } = await register(store, `http://localhost:${rx.port}/hook`);
+  const literal = await register(store, rx.url);
+  const d = dispatcher(t, store, { webhookAllowPrivate: false, webhookRetryScheduleMs: [] });
+  await add(store, 'alice', { id: 7n, name: 'a' });
+  const [byName] = await attempts(store, endpoint.id, (n) => n >= 1);
+  assert.equal(byName?.status, null);
+  assert.match(byName?.error ?? '', /^destination not allowed: (127\.0\.0\.1|::1) is a private address$/);
+  assert.equal(byName?.state, 'failed');
+  const [byAddress] = await attempts(store, literal.endpoint.id, (n) => n >= 1);
+  assert.equal(byAddress?.error, 'destination not allowed: 127.0.0.1 is a private address');
+  await sleep(200);
+  assert.equal(rx.received.length, 0);
+  await d.stop(Date.now() + 1000);
+});
+
+test('the sender checks the resolved address on every attempt, not only at registration', async (t) => {
+  const rx = await receiver(t);
+  const sender = new Sender({ timeoutMs: 1000, allowPrivate: false, userAgent: 'plantstore/test', connectionsPerOrigin: 1 });
+  t.after(() => sender.close());
+  const delivery = {
+    seq: 1, eventId: 'msg_x', endpointId: 'ep_x', secret: newWebhookSecret(), plantId: 1n, body: '{"id":1,"name":"a"}', attempt: 1,
+  };
+  for (const url of [`http://localhost:${rx.port}/`, `http://127.0.0.1:${rx.port}/`, `http://[::ffff:127.0.0.1]:${rx.port}/`]) {
+    const result = await sender.send({ ...delivery, url });
+    assert.equal(result.status, null, url);
+    assert.match(result.error ?? '', /^destination not allowed: .* is a private address$/, url);
+  }
+  assert.equal(rx.received.length, 0);
+  const allowed = new Sender({ timeoutMs: 1000, allowPrivate: true, userAgent: 'plantstore/test', connectionsPerOrigin: 1 });
+  t.after(() => allowed.close());
+  assert.deepEqual(await allowed.send({ ...delivery, url: `http://localhost:${rx.port}/` }), { status: 200, error: null });
+});
+
+test('a deleted endpoint gets nothing more', async (t) => {
+  const { store } = await testStore(t);
+  const rx = await receiver(t);
+  const control = await receiver(t);
+  const { endpoint } = await register(store, rx.url);
+  await register(store, control.url);
+  const d = dispatcher(t, store);
+  await add(store, 'alice', { id: 8n, name: 'a' });
+  await rx.waitFor(1);
+  assert.equal(await store.deleteWebhook(endpoint.id, 'alice'), true);
+  await add(store, 'alice', { id: 9n, name: 'b' });
+  await control.waitFor(2);
+  await sleep(300);
+  assert.equal(rx.received.length, 1);
+  await d.stop(Date.now() + 1000);
+});
+
+test('a user endpoint gets its user\'s plants only; an admin endpoint gets everyone\'s', async (t) => {
+  const { store } = await testStore(t);
+  const [forAlice, forBob, forAdmin] = [await receiver(t), await receiver(t), await receiver(t)];
+  await register(store, forAlice.url, 'alice');
+  await register(store, forBob.url, 'bob');
+  await register(store, forAdmin.url, 'root', true);
+  const d = dispatcher(t, store);
+  await add(store, 'alice', { id: 10n, name: 'alice plant' });
+  await add(store, 'bob', { id: 11n, name: 'bob plant' });
+  const all = await forAdmin.waitFor(2);
+  assert.deepEqual(all.map((r) => r.body).sort(), ['{"id":10,"name":"alice plant"}', '{"id":11,"name":"bob plant"}']);
+  await forAlice.waitFor(1);
+  await forBob.waitFor(1);
+  await sleep(300);
+  assert.deepEqual(forAlice.received.map((r) => r.body), ['{"id":10,"name":"alice plant"}']);
+  assert.deepEqual(forBob.received.map((r) => r.body), ['{"id":11,"name":"bob plant"}']);
+  await d.stop(Date.now() + 1000);
+});
+
+test('an endpoint whose connections hang does not delay another endpoint', async (t) => {
+  const { store } = await testStore(t);
+  const dead = await receiver(t, () => 'hang');
+  const live = await receiver(t);
+  await register(store, dead.url);
+  await register(store, live.url);
+  // The dead endpoint's attempts hang far longer than the test: whatever the live one gets, it gets
+  // while the dead one holds every slot it may have.
+  const d = dispatcher(t, store, { webhookTimeoutMs: 60_000, webhookConcurrency: 8, webhookEndpointConcurrency: 2 });
+  const count = 40;
+  for (let i = 1; i <= count; i++) await add(store, 'alice', { id: BigInt(100 + i), name: `p${i}` });
+  const got = await live.waitFor(count);
+  assert.equal(new Set(got.map((r) => r.body)).size, count);
+  assert.equal(dead.received.length, 2, 'the dead endpoint has exactly its cap in flight');
+  // Stopping aborts the hanging attempts at the deadline and gives their events back.
+  await d.stop(Date.now() + 200);
+});
+
+test('stop: attempts in flight finish before the deadline; the rest are released and delivered later', async (t) => {
+  const { store } = await testStore(t);
+  let slow = true;
+  const rx = await receiver(t, () => (slow ? 'hang' : 200));
+  const { endpoint } = await register(store, rx.url);
+  const first = dispatcher(t, store, { webhookTimeoutMs: 60_000 });
+  await add(store, 'alice', { id: 20n, name: 'a' });
+  await rx.waitFor(1);
+  await first.stop(Date.now() + 300);
+  // Aborted at the deadline and released: no attempt recorded, due again at once.
+  assert.deepEqual(await store.listDeliveryAttempts(endpoint.id, null, 10), []);
+  slow = false;
+  const second = dispatcher(t, store);
+  const got = await rx.waitFor(2);
+  assert.equal(got[0]?.headers['webhook-id'], got[1]?.headers['webhook-id']);
+  const [attempt] = await attempts(store, endpoint.id, (n) => n >= 1);
+  assert.deepEqual([attempt?.attempt, attempt?.state], [1, 'delivered']);
+  await second.stop(Date.now() + 1000);
+});
+
+test('delivered events and their attempts are removed once past WEBHOOK_RETENTION', async (t) => {
+  const { store } = await testStore(t);
+  const rx = await receiver(t);
+  const { endpoint } = await register(store, rx.url);
+  const d = dispatcher(t, store, { webhookRetentionMs: 300, sweepIntervalMs: 100 });
+  await add(store, 'alice', { id: 30n, name: 'a' });
+  await rx.waitFor(1);
+  const [attempt] = await attempts(store, endpoint.id, (n) => n >= 1);
+  assert.equal(attempt?.state, 'delivered');
+  await eventually(async () => ((await store.listDeliveryAttempts(endpoint.id, null, 10))?.length === 0 ? true : undefined), 10_000, 'swept');
+  // The endpoint stays; only its history went.
+  assert.equal((await store.listWebhooks('alice')).length, 1);
+  await d.stop(Date.now() + 1000);
+});
+
+/**
+ * Makes the store unable to write the webhook tables until the returned function is called (another
+ * connection holds the lock; the store's operations time out and fail as in an outage).
+ */
+async function lockWebhookTables(ts: TestStore): Promise<() => Promise<void>> {
+  if (!POSTGRES_URL) return ts.holdWriteLock();
+  const client = new pg.Client({ connectionString: ts.url });
+  await client.connect();
+  await client.query('BEGIN');
+  await client.query('LOCK TABLE webhook_deliveries IN ACCESS EXCLUSIVE MODE');
+  return async () => {
+    await client.query('ROLLBACK');
+    await client.end();
+  };
+}
+
+test('a store that cannot record an attempt: logged once, and the event is attempted again after its lease', async (t) => {
+  const ts = await testStore(t);
+  const { store } = ts;
+  const rx = await receiver(t, (_r, n) => (n === 1 ? 'hang' : 200));
+  const { endpoint } = await register(store, rx.url);
+  const lines: Array<{ msg: string; level: number }> = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line) as { msg: string; level: number });
+      done();
+    },
+  });
+  // Timeout 1 s: a claim lasts 2 × 1 s + 30 s.
+  const d = new Dispatcher(store, { ...SETTINGS, webhookTimeoutMs: 1000 }, createLogger('info', stream));
+  d.start();
+  t.after(() => d.stop(Date.now() + 1000));
+  await add(store, 'alice', { id: 40n, name: 'a' });
+  await rx.waitFor(1);
+  const unlock = await lockWebhookTables(ts);
+  rx.answerHanging(200); // delivered, but the store cannot record it
+  // Claims (the poll) and the recording both fail; whichever fails first is the outage's one warning.
+  await eventually(() => (lines.some((l) => /webhook .* failed/.test(l.msg)) ? true : undefined), 15_000, 'failure logged');
+  // Past the recording's own time bound (1 s in tests): it failed too.
+  await sleep(2500);
+  await unlock();
+  // Still claimed: attempted again only once the lease has ended, with the same webhook-id.
+  const got = await rx.waitFor(2, 60_000);
+  assert.equal(got[1]?.headers['webhook-id'], got[0]?.headers['webhook-id']);
+  assert.ok(got[1]!.at - got[0]!.at >= 30_000, `attempted again after ${got[1]!.at - got[0]!.at} ms`);
+  const list = await attempts(store, endpoint.id, (n) => n >= 1);
+  assert.equal(list[0]?.state, 'delivered');
+  assert.equal(lines.filter((l) => /failed/.test(l.msg)).length, 1, 'one warning for the outage');
+  assert.ok(lines.some((l) => l.msg === 'webhook delivery resumed'));
+  await d.stop(Date.now() + 1000);
+});

@@ -11,6 +11,7 @@ import { notFoundOrNotAllowed } from './http/methods.js';
 import { openApi } from './http/openapi.js';
 import { StoreOutage } from './http/outage.js';
 import { plantRoutes } from './http/plants.js';
+import { tokenRoutes } from './http/tokens.js';
 import { webhookRoutes } from './http/webhooks.js';
 import { bearerAuth, verifiers } from './http/auth.js';
 import { enforceProtocol, framingError } from './http/protocol.js';
@@ -195,6 +196,7 @@ export const plantstore = fp(
         auth,
         settings: { allowPrivate: settings.webhookAllowPrivate, maxPerUser: settings.webhookMaxPerUser },
       });
+      await scope.register(tokenRoutes, { store, auth });
       await scope.register(readinessRoute, { store, drain });
     });
   },

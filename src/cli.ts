@@ -8,9 +8,9 @@ import { descriptionProblem, endpointUrlProblem, registerWebhook, WebhookRequest
 import { pino } from 'pino';
 import { createLogger } from './logger.js';
 import { openStore } from './store/open.js';
-import type { Store, TokenRecord } from './store/store.js';
+import type { Store } from './store/store.js';
 import { parseDuration } from './domain/duration.js';
-import { issueToken, REVOCATION_WITHIN_MS, TokenRequestError } from './tokens.js';
+import { issueToken, REVOCATION_WITHIN_MS, TokenRequestError, tokenStatus as status } from './tokens.js';
 
 /** A mistake in how the command was called: message on stderr, exit code 2. */
 class UsageError extends Error {}
@@ -224,11 +224,6 @@ async function tokenCreate(args: string[]): Promise<void> {
   }
   console.error('Store it now; it is not shown again:');
   console.log(secret);
-}
-
-function status(t: TokenRecord, now = Date.now()): 'active' | 'expired' | 'revoked' {
-  if (t.revokedAt !== null) return 'revoked';
-  return t.expiresAt !== null && t.expiresAt.getTime() <= now ? 'expired' : 'active';
 }
 
 async function tokenList(args: string[]): Promise<void> {

@@ -33,6 +33,14 @@ export interface TokenRequest {
 
 export class TokenRequestError extends Error {}
 
+export type TokenStatus = 'active' | 'expired' | 'revoked';
+
+/** What `token list` and GET /tokens show: revoked wins over expired. */
+export function tokenStatus(t: TokenRecord, now = Date.now()): TokenStatus {
+  if (t.revokedAt !== null) return 'revoked';
+  return t.expiresAt !== null && t.expiresAt.getTime() <= now ? 'expired' : 'active';
+}
+
 /** Creates a token; the secret is returned once and only its hash is stored. */
 export async function issueToken(store: Store, req: TokenRequest): Promise<{ secret: string; record: TokenRecord }> {
   const problem = userNameProblem(req.user);

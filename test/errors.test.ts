@@ -28,6 +28,7 @@ test('every row of the error table is produced by some request, with the Error b
   const { app, token } = fixture;
   const alice = await token('alice');
   const reader = await token('reader', { scopes: ['plants:read'] });
+  const root = await token('root', { admin: true });
   await app.inject({ method: 'POST', url: '/plants', headers: { ...bearer(alice), ...json }, payload: '{"id":1,"name":"a"}' });
 
   const injected: Array<[ErrorRow, InjectOptions]> = [
@@ -55,6 +56,9 @@ test('every row of the error table is produced by some request, with the Error b
     [ERRORS.invalidWebhook, { method: 'POST', url: '/webhooks', headers: { ...bearer(alice), ...json }, payload: '{"url":"ftp://files.example/"}' }],
     [ERRORS.privateDestination, { method: 'POST', url: '/webhooks', headers: { ...bearer(alice), ...json }, payload: '{"url":"http://127.0.0.1/"}' }],
     [ERRORS.webhookNotFound, { method: 'DELETE', url: '/webhooks/ep_AAAAAAAAAAAAAAAAAAAAAA', headers: bearer(alice) }],
+    [ERRORS.invalidTokenRequest, { method: 'POST', url: '/tokens', headers: { ...bearer(root), ...json }, payload: '{"user":"bob","expiresIn":"1w"}' }],
+    [ERRORS.adminRequired, { method: 'POST', url: '/tokens', headers: { ...bearer(alice), ...json }, payload: '{"user":"bob"}' }],
+    [ERRORS.tokenNotFound, { method: 'DELETE', url: '/tokens/999', headers: bearer(alice) }],
   ];
   for (const [row, options] of injected) {
     const res = await app.inject(options);

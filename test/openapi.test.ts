@@ -16,10 +16,13 @@ test('GET /openapi.json needs no token and describes the API as OpenAPI 3.1, ver
   const doc = res.json();
   assert.equal(doc.openapi, '3.1.0');
   assert.equal(doc.info.version, '1.0.0');
-  assert.equal(doc.components.securitySchemes.bearerAuth.type, 'http');
-  assert.equal(doc.components.securitySchemes.bearerAuth.scheme, 'bearer');
+  assert.deepEqual(Object.keys(doc.components.securitySchemes).sort(), ['jwt', 'opaqueToken']);
+  for (const scheme of Object.values(doc.components.securitySchemes) as Array<{ type: string; scheme: string }>) {
+    assert.equal(scheme.type, 'http');
+    assert.equal(scheme.scheme, 'bearer');
+  }
   assert.deepEqual(Object.keys(doc.paths).sort(), [
-    '/healthz', '/plants', '/plants/{id}', '/readyz', '/webhooks', '/webhooks/{id}', '/webhooks/{id}/deliveries',
+    '/healthz', '/plants', '/plants/{id}', '/readyz', '/tokens', '/tokens/{id}', '/webhooks', '/webhooks/{id}', '/webhooks/{id}/deliveries',
   ]);
 
   const operations: Record<string, Operation> = {
@@ -30,6 +33,9 @@ test('GET /openapi.json needs no token and describes the API as OpenAPI 3.1, ver
     'GET /webhooks': doc.paths['/webhooks'].get,
     'DELETE /webhooks/{id}': doc.paths['/webhooks/{id}'].delete,
     'GET /webhooks/{id}/deliveries': doc.paths['/webhooks/{id}/deliveries'].get,
+    'POST /tokens': doc.paths['/tokens'].post,
+    'GET /tokens': doc.paths['/tokens'].get,
+    'DELETE /tokens/{id}': doc.paths['/tokens/{id}'].delete,
   };
   const expected: Record<string, string[]> = {
     'POST /plants': ['200', '400', '401', '403', '409', '413', '414', '415', '429', '500', '503'],
@@ -39,9 +45,13 @@ test('GET /openapi.json needs no token and describes the API as OpenAPI 3.1, ver
     'GET /webhooks': ['200', '400', '401', '403', '414', '429', '500', '503'],
     'DELETE /webhooks/{id}': ['204', '400', '401', '403', '404', '414', '429', '500', '503'],
     'GET /webhooks/{id}/deliveries': ['200', '400', '401', '403', '404', '414', '429', '500', '503'],
+    // No scope is needed on /tokens: 403 only for POST, whose caller must be admin.
+    'POST /tokens': ['201', '400', '401', '403', '413', '414', '415', '429', '500', '503'],
+    'GET /tokens': ['200', '400', '401', '414', '429', '500', '503'],
+    'DELETE /tokens/{id}': ['204', '400', '401', '404', '414', '429', '500', '503'],
   };
   for (const [name, op] of Object.entries(operations)) {
-    assert.deepEqual(op.security, [{ bearerAuth: [] }], name);
+    assert.deepEqual(op.security, [{ opaqueToken: [] }, { jwt: [] }], name);
     assert.deepEqual(Object.keys(op.responses).sort(), expected[name], name);
   }
   assert.match(operations['POST /plants']?.responses['409']?.description ?? '', /40900/);
@@ -68,7 +78,7 @@ test('the /webhooks operations document their bodies, error codes and scope; nev
   assert.match(post.responses['409'].description, /40901/);
   assert.match(doc.paths['/webhooks/{id}'].delete.responses['404'].description, /40402/);
   assert.match(doc.paths['/webhooks/{id}/deliveries'].get.responses['400'].description, /40003/);
-  assert.match(doc.components.securitySchemes.bearerAuth.description, /webhooks:manage/);
+  assert.match(doc.components.securitySchemes.opaqueToken.description, /webhooks:manage/);
   assert.deepEqual(schemas.NewWebhook.required, ['url']);
   assert.equal(schemas.NewWebhook.properties.url.maxLength, 2048);
   assert.equal(schemas.NewWebhook.properties.description.maxLength, 500);
@@ -83,6 +93,42 @@ test('the /webhooks operations document their bodies, error codes and scope; nev
   assert.deepEqual(schemas.WebhookDelivery.properties.state.enum, ['pending', 'delivered', 'failed']);
   const limit = doc.paths['/webhooks/{id}/deliveries'].get.parameters.find((p: { name: string }) => p.name === 'limit');
   assert.deepEqual(limit.schema, { type: 'integer', minimum: 1, maximum: 1000, default: 50 });
+});
+
+test('the two bearer schemes say what each token is: pst_… from the CLI or POST /tokens, or a JWT with its settings and scopes', async (t) => {
+  const { app } = await testApp(t);
+  const { opaqueToken, jwt } = (await app.inject({ method: 'GET', url: '/openapi.json' })).json().components.securitySchemes;
+  assert.equal(opaqueToken.bearerFormat, 'pst_…');
+  assert.match(opaqueToken.description, /token create.*POST \/tokens/);
+  assert.equal(jwt.bearerFormat, 'JWT');
+  for (const word of ['JWT_ISSUER', 'JWT_JWKS_URL', 'JWT_AUDIENCE', 'JWT_USER_CLAIM', 'plants:read', 'plants:write', 'webhooks:manage', 'plants:admin']) {
+    assert.ok(jwt.description.includes(word), word);
+  }
+});
+
+test('the /tokens operations document their bodies and error codes; never a secret nor a hash in a listing', async (t) => {
+  const { app } = await testApp(t);
+  const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+  const { schemas } = doc.components;
+  const post = doc.paths['/tokens'].post;
+  assert.equal(post.requestBody.content['application/json'].schema.$ref, '#/components/schemas/NewToken');
+  assert.equal(post.responses['201'].content['application/json'].schema.$ref, '#/components/schemas/CreatedToken');
+  assert.match(post.responses['400'].description, /40001.*40007/);
+  assert.match(post.responses['403'].description, /40301/);
+  assert.doesNotMatch(post.responses['403'].description, /40300/);
+  assert.match(doc.paths['/tokens/{id}'].delete.responses['404'].description, /40403/);
+  assert.deepEqual(schemas.NewToken.required, ['user']);
+  assert.deepEqual(Object.keys(schemas.NewToken.properties).sort(), ['admin', 'expiresIn', 'name', 'scopes', 'user']);
+  assert.deepEqual(schemas.NewToken.properties.scopes.items.enum, ['plants:read', 'plants:write', 'webhooks:manage']);
+  assert.equal(schemas.NewToken.properties.expiresIn.pattern, '^([1-9]\\d{0,5})([smhd])$');
+  const recordKeys = ['admin', 'createdAt', 'expiresAt', 'id', 'name', 'revokedAt', 'scopes', 'status', 'user'];
+  assert.deepEqual(Object.keys(schemas.Token.properties).sort(), recordKeys);
+  assert.equal(schemas.Token.additionalProperties, false);
+  assert.deepEqual(Object.keys(schemas.CreatedToken.properties).sort(), [...recordKeys, 'secret'].sort());
+  assert.equal(schemas.CreatedToken.additionalProperties, false);
+  const items = doc.paths['/tokens'].get.responses['200'].content['application/json'].schema;
+  assert.equal(items.type, 'array');
+  assert.equal(items.items.$ref, '#/components/schemas/Token');
 });
 
 test('the webhooks section declares /plant/webhook as the published document does, with the signature headers', async (t) => {

@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyError } from 'fastify';
 import { Type } from 'typebox';
+import { DURATION } from '../domain/duration.js';
 import { STORABLE_TEXT } from '../domain/plant.js';
 import { SECURITY_HEADERS } from './security-headers.js';
 import { StoreNotOpenError, StoreUnavailableError } from '../store/store.js';
@@ -30,12 +31,15 @@ export const ERRORS = {
     status: 400, code: 40006,
     message: 'The webhook URL points at a loopback, private, link-local, unspecified or multicast address (WEBHOOK_ALLOW_PRIVATE)',
   },
+  invalidTokenRequest: { status: 400, code: 40007, message: 'The request body is not a valid token request' },
   missingToken: { status: 401, code: 40100, message: 'A bearer token is required' },
   invalidToken: { status: 401, code: 40101, message: 'The bearer token is unknown, expired or revoked' },
   insufficientScope: { status: 403, code: 40300, message: 'The token lacks the scope this operation needs' },
+  adminRequired: { status: 403, code: 40301, message: 'This operation needs an admin token (token create --admin, or a JWT with plants:admin)' },
   routeNotFound: { status: 404, code: 40400, message: 'No such route' },
   plantNotFound: { status: 404, code: 40401, message: 'The caller has no plant with this id' },
   webhookNotFound: { status: 404, code: 40402, message: 'The caller has no webhook endpoint with this id' },
+  tokenNotFound: { status: 404, code: 40403, message: 'The caller has no unrevoked token with this id' },
   methodNotAllowed: { status: 405, code: 40500, message: 'Method not allowed on this route (see the Allow header)' },
   requestTimeout: { status: 408, code: 40800, message: 'The request was not received in time' },
   idConflict: { status: 409, code: 40900, message: 'A different plant with this id already exists' },
@@ -62,7 +66,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /**
      * The row a body that fails this route's schema is answered with. Default: invalidNewPlant (40002),
-     * the plant routes' row; the webhook routes say invalidWebhook (40005).
+     * the plant routes' row; the webhook routes say invalidWebhook (40005), POST /tokens invalidTokenRequest (40007).
      */
     invalidBody?: ErrorRow;
   }
@@ -112,6 +116,17 @@ const BY_VALIDATION_CONTEXT: Record<string, ErrorRow> = {
   params: ERRORS.invalidPath,
 };
 
+type ValidationDetail = NonNullable<FastifyError['validation']>[number];
+
+/** Ajv's message, in words a client can act on where ajv's would quote a pattern or hide the choices. */
+function validationReason(first: ValidationDetail | undefined): string | undefined {
+  if (first?.params.pattern === STORABLE_TEXT) return 'must not contain U+0000 or unpaired surrogates';
+  if (first?.params.pattern === DURATION.source) return 'must look like 30d, 12h, 15m or 90s (a whole number 1–999999 and s, m, h or d)';
+  const allowed = first?.params.allowedValues;
+  if (Array.isArray(allowed)) return `must be one of ${allowed.join(', ')}`;
+  return first?.message;
+}
+
 /**
  * Maps anything thrown while handling a request to a row of the table. A body that fails its schema is
  * answered with `invalidBody`: the route's own row (its `config.invalidBody`), else 40002.
@@ -128,8 +143,7 @@ export function toApiError(error: unknown, invalidBody: ErrorRow = ERRORS.invali
     if (row === ERRORS.invalidPath) return new ApiError(row);
     const first = fastifyError.validation[0];
     const field = first?.instancePath.replace(/^\//, '').replaceAll('/', '.') || fastifyError.validationContext;
-    const reason = first?.params.pattern === STORABLE_TEXT ? 'must not contain U+0000 or unpaired surrogates' : first?.message;
-    return new ApiError(row, `${row.message}: ${field} ${reason}`);
+    return new ApiError(row, `${row.message}: ${field} ${validationReason(first)}`);
   }
   const row = BY_FASTIFY_CODE[fastifyError.code];
   if (row) return new ApiError(row);

@@ -1,7 +1,7 @@
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { ERROR_ROWS } from './errors.js';
-import { BEARER_SCHEME_NAME } from './schemas.js';
+import { JWT_SCHEME_NAME, OPAQUE_SCHEME_NAME } from './schemas.js';
 
 export const API_VERSION = '1.0.0';
 
@@ -9,6 +9,10 @@ export function errorTableMarkdown(): string {
   const rows = ERROR_ROWS.map((r) => `| ${r.code} | ${r.status} | ${r.message} |`);
   return ['| error | status | meaning |', '|---|---|---|', ...rows].join('\n');
 }
+
+const SCOPES_TEXT =
+  'Scopes: plants:read (list plants), plants:write (create, delete plants), webhooks:manage (the /webhooks operations); ' +
+  'the /tokens operations need none beyond the token (POST /tokens: an admin token).';
 
 /** The document as @fastify/swagger takes it: this one is OpenAPI 3.1. */
 type Document31 = Extract<NonNullable<FastifyDynamicSwaggerOptions['openapi']>, { webhooks?: unknown }>;
@@ -56,7 +60,9 @@ export async function openApi(app: FastifyInstance): Promise<void> {
         title: 'Plant Store API',
         version: API_VERSION,
         description: [
-          'Create and list plants, and subscribe to new ones with webhooks. Every `/plants` and `/webhooks` call needs `Authorization: Bearer <token>`.',
+          'Create and list plants, and subscribe to new ones with webhooks. Every `/plants`, `/webhooks` and `/tokens` call needs ' +
+            '`Authorization: Bearer <token>`: an opaque token (`pst_…`) or, when the server is configured for it, a JWT access token ' +
+            'from your identity provider.',
           '',
           'Every non-2xx answer has the body `{"error": <int32>, "message": <text>}`, where `error` is HTTP status × 100 + a detail number:',
           '',
@@ -66,12 +72,23 @@ export async function openApi(app: FastifyInstance): Promise<void> {
       webhooks: WEBHOOKS,
       components: {
         securitySchemes: {
-          [BEARER_SCHEME_NAME]: {
+          [OPAQUE_SCHEME_NAME]: {
             type: 'http',
             scheme: 'bearer',
+            bearerFormat: 'pst_…',
             description:
-              'An opaque token from `plantstore token create`. Scopes: plants:read (list), plants:write (create, delete), ' +
-              'webhooks:manage (the /webhooks operations).',
+              'An opaque token from `plantstore token create` or POST /tokens. ' + SCOPES_TEXT +
+              ' Admin: a token created with `--admin` (or `"admin": true`).',
+          },
+          [JWT_SCHEME_NAME]: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'JWT',
+            description:
+              'A JWT access token from the identity provider the server is configured with (JWT_ISSUER, found by OpenID Connect discovery, ' +
+              'or JWT_JWKS_URL), whose `aud` contains JWT_AUDIENCE; its user is the JWT_USER_CLAIM claim (default `sub`), the same user as ' +
+              'an opaque token\'s. Scopes come from `scope` or `scp`: ' + SCOPES_TEXT + ' `plants:admin` makes it an admin token. ' +
+              'Unconfigured servers accept no JWT.',
           },
         },
       },

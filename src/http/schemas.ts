@@ -2,19 +2,27 @@ import type { FastifyInstance } from 'fastify';
 import { Type, type TUnsafe } from 'typebox';
 import { NewPlantSchema, PlantSchema } from '../domain/plant.js';
 import { ERRORS, ErrorSchema, type ErrorRow } from './errors.js';
+import { CreatedTokenSchema, NewTokenSchema, TokenSchema } from './token-schemas.js';
 import { CreatedWebhookSchema, NewWebhookSchema, WebhookDeliverySchema, WebhookSchema } from './webhook-schemas.js';
 
-export const BEARER_SCHEME_NAME = 'bearerAuth';
-export const SECURITY = [{ [BEARER_SCHEME_NAME]: [] }];
+/** The two kinds of bearer token (openapi.ts describes them): `pst_…` opaque tokens and JWT access tokens. */
+export const OPAQUE_SCHEME_NAME = 'opaqueToken';
+export const JWT_SCHEME_NAME = 'jwt';
+/** Either kind of token will do: the security requirements are alternatives. */
+export const SECURITY = [{ [OPAQUE_SCHEME_NAME]: [] }, { [JWT_SCHEME_NAME]: [] }];
 
 /** Shared schemas, referenced by $id from routes and published under components.schemas. */
 export function addSharedSchemas(app: FastifyInstance): void {
-  for (const schema of [PlantSchema, NewPlantSchema, ErrorSchema, NewWebhookSchema, CreatedWebhookSchema, WebhookSchema, WebhookDeliverySchema]) {
+  for (const schema of [
+    PlantSchema, NewPlantSchema, ErrorSchema, NewWebhookSchema, CreatedWebhookSchema, WebhookSchema, WebhookDeliverySchema,
+    NewTokenSchema, CreatedTokenSchema, TokenSchema,
+  ]) {
     app.addSchema(schema);
   }
 }
 
-export type SharedSchemaId = 'Plant' | 'NewPlant' | 'Error' | 'NewWebhook' | 'CreatedWebhook' | 'Webhook' | 'WebhookDelivery';
+export type SharedSchemaId =
+  | 'Plant' | 'NewPlant' | 'Error' | 'NewWebhook' | 'CreatedWebhook' | 'Webhook' | 'WebhookDelivery' | 'NewToken' | 'CreatedToken' | 'Token';
 
 export function ref<T = unknown>(id: SharedSchemaId): TUnsafe<T> {
   return Type.Unsafe<T>(Type.Ref(id));

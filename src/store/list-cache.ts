@@ -76,12 +76,12 @@ class ListCachingStore implements Store {
     return this.#inner.findTokenByHash(hash);
   }
 
-  listTokens(): Promise<TokenRecord[]> {
-    return this.#inner.listTokens();
+  listTokens(user?: string): Promise<TokenRecord[]> {
+    return this.#inner.listTokens(user);
   }
 
-  revokeToken(id: number): Promise<boolean> {
-    return this.#inner.revokeToken(id);
+  revokeToken(id: number, user?: string): Promise<boolean> {
+    return this.#inner.revokeToken(id, user);
   }
 
   hit(key: string, windowMs: number): Promise<RateCount> {

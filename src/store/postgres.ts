@@ -368,13 +368,18 @@ class PostgresStore implements Store {
     return rows[0] ? tokenOf(POSTGRES, rows[0]) : null;
   }
 
-  async listTokens(): Promise<TokenRecord[]> {
-    const { rows } = await this.#query<TokenRow>('token_list', SQL.tokens, []);
+  async listTokens(user?: string): Promise<TokenRecord[]> {
+    const { rows } = user === undefined
+      ? await this.#query<TokenRow>('token_list', SQL.tokens, [])
+      : await this.#query<TokenRow>('token_list_user', SQL.userTokens, [user]);
     return rows.map((row) => tokenOf(POSTGRES, row));
   }
 
-  async revokeToken(id: number): Promise<boolean> {
-    const res = await this.#query('token_revoke', SQL.revokeToken, [POSTGRES.time(new Date()), id]);
+  async revokeToken(id: number, user?: string): Promise<boolean> {
+    const now = POSTGRES.time(new Date());
+    const res = user === undefined
+      ? await this.#query('token_revoke', SQL.revokeToken, [now, id])
+      : await this.#query('token_revoke_user', SQL.revokeUserToken, [now, id, user]);
     return res.rowCount === 1;
   }
 

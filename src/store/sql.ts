@@ -34,7 +34,9 @@ export interface Statements {
   readonly insertToken: string;
   readonly tokenByHash: string;
   readonly tokens: string;
+  readonly userTokens: string;
   readonly revokeToken: string;
+  readonly revokeUserToken: string;
   readonly createMigrations: string;
   readonly appliedMigrations: string;
   readonly recordMigration: string;
@@ -62,7 +64,10 @@ export function statements({ param: p, timeType }: Dialect): Statements {
       VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}) RETURNING *`,
     tokenByHash: `SELECT * FROM tokens WHERE hash = ${p(1)}`,
     tokens: 'SELECT * FROM tokens ORDER BY id',
+    userTokens: `SELECT * FROM tokens WHERE username = ${p(1)} ORDER BY id`,
     revokeToken: `UPDATE tokens SET revoked_at = ${p(1)} WHERE id = ${p(2)} AND revoked_at IS NULL`,
+    // One statement: the owner check and the revocation cannot be split by another writer.
+    revokeUserToken: `UPDATE tokens SET revoked_at = ${p(1)} WHERE id = ${p(2)} AND username = ${p(3)} AND revoked_at IS NULL`,
     createMigrations: `CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY, name text NOT NULL, applied_at ${timeType} NOT NULL)`,
     appliedMigrations: 'SELECT version FROM schema_migrations',

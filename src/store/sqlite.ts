@@ -161,7 +161,9 @@ class SqliteStore implements CacheableStore {
   readonly #insertToken: Database.Statement<unknown[], TokenRow>;
   readonly #tokenByHash: Database.Statement<[string], TokenRow>;
   readonly #tokens: Database.Statement<[], TokenRow>;
+  readonly #userTokens: Database.Statement<[string], TokenRow>;
   readonly #revokeToken: Database.Statement<[number, number]>;
+  readonly #revokeUserToken: Database.Statement<[number, number, string]>;
 
   constructor(db: Database.Database, lock: Database.Database | undefined, file: StoreFile) {
     this.#db = db;
@@ -194,7 +196,9 @@ class SqliteStore implements CacheableStore {
     this.#insertToken = db.prepare(SQL.insertToken);
     this.#tokenByHash = db.prepare(SQL.tokenByHash);
     this.#tokens = db.prepare(SQL.tokens);
+    this.#userTokens = db.prepare(SQL.userTokens);
     this.#revokeToken = db.prepare(SQL.revokeToken);
+    this.#revokeUserToken = db.prepare(SQL.revokeUserToken);
     this.#webhooks = new SqliteWebhooks(db);
   }
 
@@ -324,13 +328,21 @@ class SqliteStore implements CacheableStore {
     return row ? tokenOf(SQLITE, row) : null;
   }
 
-  async listTokens(): Promise<TokenRecord[]> {
+  async listTokens(user?: string): Promise<TokenRecord[]> {
     this.assertReadable();
-    return this.#tokens.all().map((row) => tokenOf(SQLITE, row));
+    let rows;
+    try {
+      rows = user === undefined ? this.#tokens.all() : this.#userTokens.all(user);
+    } catch (error) {
+      throw storeError(error);
+    }
+    return rows.map((row) => tokenOf(SQLITE, row));
   }
 
-  revokeToken(id: number): Promise<boolean> {
-    return this.#writes.add(() => this.#revokeToken.run(Date.now(), id).changes === 1);
+  revokeToken(id: number, user?: string): Promise<boolean> {
+    return this.#writes.add(() =>
+      (user === undefined ? this.#revokeToken.run(Date.now(), id) : this.#revokeUserToken.run(Date.now(), id, user)).changes === 1,
+    );
   }
 
   async hit(key: string, windowMs: number): Promise<RateCount> {

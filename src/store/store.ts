@@ -71,9 +71,13 @@ export interface Store {
 
   createToken(token: NewTokenRecord): Promise<TokenRecord>;
   findTokenByHash(hash: string): Promise<TokenRecord | null>;
-  listTokens(): Promise<TokenRecord[]>;
-  /** False when no such token exists or it was already revoked. */
-  revokeToken(id: number): Promise<boolean>;
+  /** In creation order; only `user`'s tokens when a user is given (GET /tokens for a token that is not admin). */
+  listTokens(user?: string): Promise<TokenRecord[]>;
+  /**
+   * False when no such token exists or it was already revoked; with `user`, also when it is another
+   * user's (DELETE /tokens/{id} for a token that is not admin).
+   */
+  revokeToken(id: number, user?: string): Promise<boolean>;
 
   /**
    * Counts one event for `key` in the current fixed window of `windowMs` and returns the window's count

@@ -280,3 +280,30 @@ test('the key set is refreshed on the provider\'s Cache-Control max-age, clamped
   assert.equal(refreshPeriodOf(null), 600_000);
 });
 
+
+test('/tokens with JWTs: plants:admin creates tokens, a JWT without it is 403 40301, a JWT user manages its own opaque tokens', async (t) => {
+  const key = await signingKey('RS256', 'main');
+  const provider = await TestProvider.start(t, [key]);
+  const { app, token } = await jwtApp(t, provider);
+  const admin = await sign(provider, { sub: 'root', scope: 'plants:admin' }, { key });
+  const made = await app.inject({
+    method: 'POST', url: '/tokens', headers: bearer(admin), payload: { user: 'alice', scopes: ['plants:read'] },
+  });
+  assert.equal(made.statusCode, 201);
+  const secret = made.json().secret as string;
+  assert.equal((await list(app, secret)).statusCode, 200);
+
+  const alice = await sign(provider, { sub: 'alice', scope: 'plants:read plants:write' }, { key });
+  const refused = await app.inject({ method: 'POST', url: '/tokens', headers: bearer(alice), payload: { user: 'alice' } });
+  assert.equal(refused.statusCode, 403);
+  assert.equal(errorBody(refused).error, 40301);
+
+  // The JWT user alice sees and revokes alice's opaque tokens, and no one else's.
+  await token('bob');
+  const own = await app.inject({ method: 'GET', url: '/tokens', headers: bearer(alice) });
+  assert.equal(own.statusCode, 200);
+  const ids = (own.json() as Array<{ id: number; user: string }>).map((r) => { assert.equal(r.user, 'alice'); return r.id; });
+  assert.ok(ids.includes(made.json().id as number));
+  const revoked = await app.inject({ method: 'DELETE', url: `/tokens/${made.json().id}`, headers: bearer(alice) });
+  assert.equal(revoked.statusCode, 204);
+});

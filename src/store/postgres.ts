@@ -4,7 +4,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { plantOf, plantOfColumns, samePlant, type NewPlant } from '../domain/plant.js';
 import {
-  listCall, migrationValues, pageOf, pendingMigrations, statements, tokenOf, tokenValues,
+  claimedOf, listCall, migrationValues, pageOf, pendingMigrations, statements, tokenOf, tokenValues,
   type Dialect, type PlantRow, type TokenRow,
 } from './sql.js';
 import type {
@@ -588,18 +588,7 @@ class PostgresStore implements Store {
        RETURNING d.seq, d.event_id, d.endpoint_id, e.url, e.secret, d.plant_id, d.body, d.attempts`,
       [request.instance, request.busy, request.perEndpoint, request.limit, request.leaseMs],
     );
-    return rows
-      .map((r) => ({
-        seq: Number(r.seq),
-        eventId: r.event_id,
-        endpointId: r.endpoint_id,
-        url: r.url,
-        secret: r.secret,
-        plantId: BigInt(r.plant_id),
-        body: r.body,
-        attempt: r.attempts,
-      }))
-      .sort((a, b) => a.seq - b.seq);
+    return rows.map((r) => claimedOf(r, r.attempts)).sort((a, b) => a.seq - b.seq);
   }
 
   /**

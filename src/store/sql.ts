@@ -1,4 +1,5 @@
 import { plantOfColumns } from '../domain/plant.js';
+import type { ClaimedDelivery } from '../domain/webhook.js';
 import { isScope, type Scope } from '../domain/principal.js';
 import { loadMigrations, type Migration } from './migrations.js';
 import type { ListQuery, NewTokenRecord, PlantPage, TokenRecord } from './store.js';
@@ -142,4 +143,28 @@ export function pendingMigrations(d: Dialect, applied: Iterable<number | string>
 
 export function migrationValues(d: Dialect, m: Migration, now: Date): unknown[] {
   return [m.version, m.name, d.time(now)];
+}
+
+/** A claimed event as both backends read it: seq a number, plant_id as text (exact past 2^53). */
+export interface ClaimRow {
+  readonly seq: number | string;
+  readonly event_id: string;
+  readonly endpoint_id: string;
+  readonly url: string;
+  readonly secret: string;
+  readonly plant_id: string;
+  readonly body: string;
+}
+
+export function claimedOf(row: ClaimRow, attempt: number): ClaimedDelivery {
+  return {
+    seq: Number(row.seq),
+    eventId: row.event_id,
+    endpointId: row.endpoint_id,
+    url: row.url,
+    secret: row.secret,
+    plantId: BigInt(row.plant_id),
+    body: row.body,
+    attempt,
+  };
 }

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { NewPlant } from '../domain/plant.js';
+import { claimedOf } from './sql.js';
 import {
   webhookBody,
   type AttemptResult, type ClaimedDelivery, type ClaimRequest, type DeliveryAttempt, type DeliveryState,
@@ -210,16 +211,7 @@ export class SqliteWebhooks {
     const leaseEnd = now + request.leaseMs;
     return due.map((r) => {
       this.#lease.run(leaseEnd, request.instance, r.seq);
-      return {
-        seq: r.seq,
-        eventId: r.event_id,
-        endpointId: r.endpoint_id,
-        url: r.url,
-        secret: r.secret,
-        plantId: BigInt(r.plant_id),
-        body: r.body,
-        attempt: r.attempts + 1,
-      };
+      return claimedOf(r, r.attempts + 1);
     });
   }
 

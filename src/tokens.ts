@@ -49,13 +49,16 @@ export async function issueToken(store: Store, req: TokenRequest): Promise<{ sec
   if (nameProblem) throw new TokenRequestError(`token name ${nameProblem}`);
   const scopes = req.scopes === undefined || req.scopes.length === 0 ? [...SCOPES] : [...new Set(req.scopes)];
   const secret = generateToken();
+  const now = Date.now();
   const record = await store.createToken({
     hash: hashToken(secret),
     user: req.user,
     scopes,
     admin: req.admin ?? false,
     name: req.name ?? null,
-    expiresAt: req.expiresInMs === undefined ? null : new Date(Date.now() + req.expiresInMs),
+    // One instant for both, so that expiresAt - createdAt is exactly the lifetime asked for.
+    createdAt: new Date(now),
+    expiresAt: req.expiresInMs === undefined ? null : new Date(now + req.expiresInMs),
   });
   return { secret, record };
 }

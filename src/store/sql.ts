@@ -104,7 +104,7 @@ export function pageOf(rows: readonly PlantRow[], limit: number): PlantPage {
 
 /** The values of `statements().insertToken`, in order. */
 export function tokenValues(d: Dialect, t: NewTokenRecord, now: Date): unknown[] {
-  return [t.hash, t.user, d.scopes(t.scopes), d.flag(t.admin), t.name, d.time(now), t.expiresAt === null ? null : d.time(t.expiresAt)];
+  return [t.hash, t.user, d.scopes(t.scopes), d.flag(t.admin), t.name, d.time(t.createdAt ?? now), t.expiresAt === null ? null : d.time(t.expiresAt)];
 }
 
 export interface TokenRow {

@@ -56,6 +56,8 @@ export interface NewTokenRecord {
   readonly admin: boolean;
   readonly name: string | null;
   readonly expiresAt: Date | null;
+  /** When it is created, if the caller derived `expiresAt` from it (so that the lifetime is exact); else now. */
+  readonly createdAt?: Date;
 }
 
 /**

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { plantOf, plantOfColumns, samePlant, type NewPlant } from '../domain/plant.js';
 import {
   claimedOf, listCall, migrationValues, pageOf, pendingMigrations, statements, tokenOf, tokenValues,
-  type Dialect, type PlantRow, type TokenRow,
+  type ClaimRow, type Dialect, type PlantRow, type TokenRow,
 } from './sql.js';
 import type {
   AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, DeliveryState, NewWebhookEndpoint, WebhookEndpoint,
@@ -562,10 +562,7 @@ class PostgresStore implements Store {
    */
   async claimDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]> {
     if (request.limit <= 0 || request.perEndpoint <= 0) return [];
-    const { rows } = await this.#query<{
-      seq: string; event_id: string; endpoint_id: string; url: string; secret: string; plant_id: string;
-      body: string; attempts: number;
-    }>(
+    const { rows } = await this.#query<ClaimRow & { attempts: number }>(
       'webhook_claim',
       // Per endpoint, its oldest due events (an index range of webhook_deliveries_due each), so that one
       // endpoint's backlog cannot hide the others' events from the claim. Rows locked here but not picked

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { NewPlant } from '../domain/plant.js';
-import { claimedOf } from './sql.js';
+import { claimedOf, type ClaimRow } from './sql.js';
 import {
   webhookBody,
   type AttemptResult, type ClaimedDelivery, type ClaimRequest, type DeliveryAttempt, type DeliveryState,
@@ -54,14 +54,9 @@ interface AttemptRow {
   readonly next_attempt_at: number | null;
 }
 
-interface DueRow {
+/** A due event as the claim reads it, with its attempts so far. */
+interface DueRow extends ClaimRow {
   readonly seq: number;
-  readonly event_id: string;
-  readonly endpoint_id: string;
-  readonly url: string;
-  readonly secret: string;
-  readonly plant_id: string;
-  readonly body: string;
   readonly attempts: number;
 }
 

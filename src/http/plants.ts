@@ -6,7 +6,7 @@ import type { Store } from '../store/store.js';
 import { requireScope, type AuthSteps } from './auth.js';
 import { CURSOR_PATTERN, PageCursors } from './cursor.js';
 import { ApiError, ERRORS } from './errors.js';
-import { errorResponses, ref, SECURITY } from './schemas.js';
+import { BODY_ERRORS, errorResponses, ref, SECURITY, TAG } from './schemas.js';
 
 const LIMIT_DEFAULT = 100;
 const LIMIT_MAX = 1000;
@@ -60,16 +60,15 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ store: Store; auth: AuthSt
       onRequest: [...auth.identify, requireScope('plants:write'), ...auth.throttle],
       schema: {
         summary: 'Create a plant',
+        operationId: 'createPlant',
+        tags: [TAG.plants],
         description:
           'Stores the plant for the calling user. Repeating a create with the same id and content is an idempotent retry (200, nothing duplicated); the same id with different content is 409.',
         security: SECURITY,
         body: ref<NewPlantBody>('NewPlant'),
         response: {
           200: ref('Plant'),
-          ...errorResponses(
-            ERRORS.malformedJson, ERRORS.invalidNewPlant, ...AUTHENTICATION_ERRORS,
-            ERRORS.idConflict, ERRORS.bodyTooLarge, ERRORS.unsupportedMediaType,
-          ),
+          ...errorResponses(...BODY_ERRORS, ERRORS.invalidNewPlant, ...AUTHENTICATION_ERRORS, ERRORS.idConflict),
         },
       },
     },
@@ -92,6 +91,8 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ store: Store; auth: AuthSt
       onRequest: [...auth.identify, requireScope('plants:read'), ...auth.throttle],
       schema: {
         summary: 'List plants',
+        operationId: 'listPlants',
+        tags: [TAG.plants],
         description:
           'The caller\'s plants (an admin token: every user\'s), oldest first. When more remain, a `Link: <…>; rel="next"` header gives the URL of the next page.',
         security: SECURITY,
@@ -133,12 +134,14 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ store: Store; auth: AuthSt
       onRequest: [...auth.identify, requireScope('plants:write'), ...auth.throttle],
       schema: {
         summary: 'Delete a plant',
+        operationId: 'deletePlant',
+        tags: [TAG.plants],
         description: 'Deletes the caller\'s plant with this id (an admin deletes only its own plants, too).',
         security: SECURITY,
         params: DeleteParams,
         response: {
           204: { description: 'Deleted', type: 'null' },
-          ...errorResponses(ERRORS.invalidPath, ...AUTHENTICATION_ERRORS, ERRORS.plantNotFound),
+          ...errorResponses(ERRORS.invalidPath, ...AUTHENTICATION_ERRORS, ERRORS.plantNotFound, ...BODY_ERRORS),
         },
       },
     },

@@ -118,8 +118,10 @@ test('GET /openapi.json needs no token and describes the API as OpenAPI 3.1, ver
   assert.equal(document.type, 'object');
 
   const limit = doc.paths['/plants'].get.parameters.find((p: { name: string }) => p.name === 'limit');
-  assert.deepEqual(limit.schema, { type: 'integer', minimum: 1, maximum: 1000, default: 100 });
+  assert.deepEqual(limit.schema, { type: 'integer', format: 'int32', minimum: 1, maximum: 1000, default: 100 });
   assert.equal(limit.required, false);
+  const [id] = doc.paths['/plants/{id}'].delete.parameters;
+  assert.deepEqual([id.name, id.in, id.required, id.schema.type, id.schema.format], ['id', 'path', true, 'integer', 'int64']);
   assert.equal(doc.components.schemas.NewPlant.properties.id.format, 'int64');
   assert.deepEqual(Object.keys(doc.components.schemas.Plant.properties).sort(), ['name', 'tag']);
 });

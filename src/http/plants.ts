@@ -13,7 +13,8 @@ const LIMIT_MAX = 1000;
 
 const ListQuery = Type.Object({
   limit: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: LIMIT_MAX, default: LIMIT_DEFAULT, description: 'Maximum number of plants to return' }),
+    // int32, as the published document types it, so that generated clients take the same type.
+    Type.Integer({ format: 'int32', minimum: 1, maximum: LIMIT_MAX, default: LIMIT_DEFAULT, description: 'Maximum number of plants to return' }),
   ),
   tag: Type.Optional(PlantTag),
   cursor: Type.Optional(
@@ -31,9 +32,11 @@ export const AUTHENTICATION_ERRORS = [
 ];
 
 const DeleteParams = Type.Object({
-  // Read by the EXACT_INT64 keyword into the exact bigint; the pattern is for the published document.
+  // An int64 integer, as NewPlant's id and as in the published document, so that generated clients take
+  // the same type for both. Its digits are read exactly (strictParams in http/query.ts keeps them for the
+  // EXACT_INT64 keyword, which hands on the bigint): past 2^53 too.
   id: Type.Unsafe<bigint>(
-    Type.String({ pattern: '^-?[0-9]{1,20}$', [EXACT_INT64]: true, description: 'The plant id, a decimal 64-bit signed integer' }),
+    Type.Integer({ format: 'int64', [EXACT_INT64]: true, description: 'The plant id: a 64-bit signed integer in decimal digits, read exactly' }),
   ),
 });
 

@@ -15,7 +15,7 @@ import { tokenRoutes } from './http/tokens.js';
 import { webhookRoutes } from './http/webhooks.js';
 import { bearerAuth, verifiers } from './http/auth.js';
 import { enforceProtocol, framingError } from './http/protocol.js';
-import { strictQuery } from './http/query.js';
+import { exactPathIds, strictQuery } from './http/query.js';
 import { AuthFailureLimit, TokenRateLimit } from './http/rate-limit.js';
 import { addSharedSchemas } from './http/schemas.js';
 import { readinessGate, LateStore } from './http/readiness.js';
@@ -173,6 +173,7 @@ export const plantstore = fp(
     }
     addSharedSchemas(app);
     strictQuery(app);
+    exactPathIds(app);
     await openApi(app);
     await app.register(livenessRoute);
     // Every route that uses the store, in one scope behind the readiness gate.

@@ -5,64 +5,123 @@ import { errorTableMarkdown } from '../src/http/openapi.js';
 import { testApp } from './helpers.js';
 
 interface Operation {
+  operationId: string;
+  tags: string[];
   security?: Array<Record<string, string[]>>;
   responses: Record<string, { description: string }>;
 }
+
+const TOKEN = [{ opaqueToken: [] }, { jwt: [] }];
+
+/**
+ * Every operation: its operationId, tag, who may call it, and every status it can answer. The statuses
+ * any request can get (400 malformed, 408 too slow, 414 URL too long, 417 Expect, 431 headers too large,
+ * 500) are on every one; 503 on those that use the store; 413 and 415 where a body is read (a DELETE's
+ * too: Fastify reads one if it is sent). Each is produced by a real request in errors.test.ts.
+ */
+const OPERATIONS: Record<string, { operationId: string; tag: string; security: unknown; statuses: string[] }> = {
+  'POST /plants': {
+    operationId: 'createPlant', tag: 'plants', security: TOKEN,
+    statuses: ['200', '400', '401', '403', '408', '409', '413', '414', '415', '417', '429', '431', '500', '503'],
+  },
+  'GET /plants': {
+    operationId: 'listPlants', tag: 'plants', security: TOKEN,
+    statuses: ['200', '400', '401', '403', '408', '414', '417', '429', '431', '500', '503'],
+  },
+  'DELETE /plants/{id}': {
+    operationId: 'deletePlant', tag: 'plants', security: TOKEN,
+    statuses: ['204', '400', '401', '403', '404', '408', '413', '414', '415', '417', '429', '431', '500', '503'],
+  },
+  'POST /webhooks': {
+    operationId: 'createWebhook', tag: 'webhooks', security: TOKEN,
+    statuses: ['201', '400', '401', '403', '408', '409', '413', '414', '415', '417', '429', '431', '500', '503'],
+  },
+  'GET /webhooks': {
+    operationId: 'listWebhooks', tag: 'webhooks', security: TOKEN,
+    statuses: ['200', '400', '401', '403', '408', '414', '417', '429', '431', '500', '503'],
+  },
+  'DELETE /webhooks/{id}': {
+    operationId: 'deleteWebhook', tag: 'webhooks', security: TOKEN,
+    statuses: ['204', '400', '401', '403', '404', '408', '413', '414', '415', '417', '429', '431', '500', '503'],
+  },
+  'GET /webhooks/{id}/deliveries': {
+    operationId: 'listWebhookDeliveries', tag: 'webhooks', security: TOKEN,
+    statuses: ['200', '400', '401', '403', '404', '408', '414', '417', '429', '431', '500', '503'],
+  },
+  // No scope is needed on /tokens: 403 only for POST, whose caller must be admin.
+  'POST /tokens': {
+    operationId: 'createToken', tag: 'tokens', security: TOKEN,
+    statuses: ['201', '400', '401', '403', '408', '413', '414', '415', '417', '429', '431', '500', '503'],
+  },
+  'GET /tokens': {
+    operationId: 'listTokens', tag: 'tokens', security: TOKEN,
+    statuses: ['200', '400', '401', '408', '414', '417', '429', '431', '500', '503'],
+  },
+  'DELETE /tokens/{id}': {
+    operationId: 'revokeToken', tag: 'tokens', security: TOKEN,
+    statuses: ['204', '400', '401', '404', '408', '413', '414', '415', '417', '429', '431', '500', '503'],
+  },
+  'GET /healthz': { operationId: 'getLiveness', tag: 'operations', security: [], statuses: ['200', '400', '408', '414', '417', '431', '500'] },
+  'GET /readyz': { operationId: 'getReadiness', tag: 'operations', security: [], statuses: ['200', '400', '408', '414', '417', '431', '500', '503'] },
+  'GET /openapi.json': { operationId: 'getOpenApi', tag: 'document', security: [], statuses: ['200', '400', '408', '414', '417', '431', '500'] },
+};
 
 test('GET /openapi.json needs no token and describes the API as OpenAPI 3.1, version 1.0.0', async (t) => {
   const { app } = await testApp(t);
   const res = await app.inject({ method: 'GET', url: '/openapi.json' });
   assert.equal(res.statusCode, 200);
+  assert.equal(res.body, JSON.stringify(app.swagger()), 'served as it is, every property kept');
   const doc = res.json();
   assert.equal(doc.openapi, '3.1.0');
   assert.equal(doc.info.version, '1.0.0');
+  assert.deepEqual(doc.info.license, { name: 'MIT', identifier: 'MIT' });
+  assert.deepEqual(doc.servers, [{ url: '/', description: 'This server' }]);
   assert.deepEqual(Object.keys(doc.components.securitySchemes).sort(), ['jwt', 'opaqueToken']);
   for (const scheme of Object.values(doc.components.securitySchemes) as Array<{ type: string; scheme: string }>) {
     assert.equal(scheme.type, 'http');
     assert.equal(scheme.scheme, 'bearer');
   }
   assert.deepEqual(Object.keys(doc.paths).sort(), [
-    '/healthz', '/plants', '/plants/{id}', '/readyz', '/tokens', '/tokens/{id}', '/webhooks', '/webhooks/{id}', '/webhooks/{id}/deliveries',
+    '/healthz', '/openapi.json', '/plants', '/plants/{id}', '/readyz', '/tokens', '/tokens/{id}', '/webhooks', '/webhooks/{id}',
+    '/webhooks/{id}/deliveries',
   ]);
 
-  const operations: Record<string, Operation> = {
-    'POST /plants': doc.paths['/plants'].post,
-    'GET /plants': doc.paths['/plants'].get,
-    'DELETE /plants/{id}': doc.paths['/plants/{id}'].delete,
-    'POST /webhooks': doc.paths['/webhooks'].post,
-    'GET /webhooks': doc.paths['/webhooks'].get,
-    'DELETE /webhooks/{id}': doc.paths['/webhooks/{id}'].delete,
-    'GET /webhooks/{id}/deliveries': doc.paths['/webhooks/{id}/deliveries'].get,
-    'POST /tokens': doc.paths['/tokens'].post,
-    'GET /tokens': doc.paths['/tokens'].get,
-    'DELETE /tokens/{id}': doc.paths['/tokens/{id}'].delete,
-  };
-  const expected: Record<string, string[]> = {
-    'POST /plants': ['200', '400', '401', '403', '409', '413', '414', '415', '429', '500', '503'],
-    'GET /plants': ['200', '400', '401', '403', '414', '429', '500', '503'],
-    'DELETE /plants/{id}': ['204', '400', '401', '403', '404', '414', '429', '500', '503'],
-    'POST /webhooks': ['201', '400', '401', '403', '409', '413', '414', '415', '429', '500', '503'],
-    'GET /webhooks': ['200', '400', '401', '403', '414', '429', '500', '503'],
-    'DELETE /webhooks/{id}': ['204', '400', '401', '403', '404', '414', '429', '500', '503'],
-    'GET /webhooks/{id}/deliveries': ['200', '400', '401', '403', '404', '414', '429', '500', '503'],
-    // No scope is needed on /tokens: 403 only for POST, whose caller must be admin.
-    'POST /tokens': ['201', '400', '401', '403', '413', '414', '415', '429', '500', '503'],
-    'GET /tokens': ['200', '400', '401', '414', '429', '500', '503'],
-    'DELETE /tokens/{id}': ['204', '400', '401', '404', '414', '429', '500', '503'],
-  };
-  for (const [name, op] of Object.entries(operations)) {
-    assert.deepEqual(op.security, [{ opaqueToken: [] }, { jwt: [] }], name);
-    assert.deepEqual(Object.keys(op.responses).sort(), expected[name], name);
+  const documented = Object.entries(doc.paths as Record<string, Record<string, Operation>>).flatMap(([path, methods]) =>
+    Object.entries(methods).map(([method, op]) => [`${method.toUpperCase()} ${path}`, op] as const),
+  );
+  assert.deepEqual(documented.map(([name]) => name).sort(), Object.keys(OPERATIONS).sort());
+  for (const [name, op] of documented) {
+    const expected = OPERATIONS[name];
+    assert.ok(expected, name);
+    assert.equal(op.operationId, expected.operationId, name);
+    assert.deepEqual(op.tags, [expected.tag], name);
+    assert.deepEqual(op.security, expected.security, name);
+    assert.deepEqual(Object.keys(op.responses).sort(), expected.statuses, name);
+    assert.match(op.responses['417']?.description ?? '', /^41700: /, name);
+    assert.match(op.responses['431']?.description ?? '', /^43100: /, name);
+    assert.match(op.responses['408']?.description ?? '', /^40800: /, name);
+    if (expected.security === TOKEN) {
+      assert.match(op.responses['429']?.description ?? '', /42900.*42901/, name);
+      assert.match(op.responses['503']?.description ?? '', /^50300: .*; 50301: .*; 50302: /, name);
+    }
+    if (op.responses['413']) assert.match(op.responses['400']?.description ?? '', /40001/, `${name}: a body that is not JSON`);
   }
-  assert.match(operations['POST /plants']?.responses['409']?.description ?? '', /40900/);
-  assert.match(operations['GET /plants']?.responses['503']?.description ?? '', /50300/);
-  assert.match(operations['GET /plants']?.responses['503']?.description ?? '', /50301/);
-  for (const op of Object.values(operations)) assert.match(op.responses['429']?.description ?? '', /42900.*42901|42901.*42900/);
-  assert.equal(doc.paths['/healthz'].get.security, undefined, 'health checks need no token');
-  assert.deepEqual(Object.keys(doc.paths['/readyz'].get.responses).sort(), ['200', '400', '414', '500', '503']);
+  const byName = Object.fromEntries(documented);
+  assert.match(byName['POST /plants']?.responses['409']?.description ?? '', /40900/);
+  assert.equal(byName['GET /readyz']?.responses['503']?.description, '50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance)');
+  const operationIds = documented.map(([, op]) => op.operationId);
+  assert.equal(new Set(operationIds).size, operationIds.length, 'operationIds are unique');
+
+  assert.deepEqual(doc.tags.map((tag: { name: string }) => tag.name), ['plants', 'webhooks', 'tokens', 'operations', 'document']);
+  for (const tag of doc.tags) assert.ok(tag.description, tag.name);
+  const document = doc.paths['/openapi.json'].get.responses['200'].content['application/json'].schema;
+  assert.equal(document.type, 'object');
+
   const limit = doc.paths['/plants'].get.parameters.find((p: { name: string }) => p.name === 'limit');
-  assert.deepEqual(limit.schema, { type: 'integer', minimum: 1, maximum: 1000, default: 100 });
+  assert.deepEqual(limit.schema, { type: 'integer', format: 'int32', minimum: 1, maximum: 1000, default: 100 });
   assert.equal(limit.required, false);
+  const [id] = doc.paths['/plants/{id}'].delete.parameters;
+  assert.deepEqual([id.name, id.in, id.required, id.schema.type, id.schema.format], ['id', 'path', true, 'integer', 'int64']);
   assert.equal(doc.components.schemas.NewPlant.properties.id.format, 'int64');
   assert.deepEqual(Object.keys(doc.components.schemas.Plant.properties).sort(), ['name', 'tag']);
 });
@@ -138,6 +197,8 @@ test('the webhooks section declares /plant/webhook as the published document doe
   const hook = doc.webhooks['/plant/webhook'];
   assert.deepEqual(Object.keys(hook), ['post']);
   assert.equal(hook.post.description, 'Information about a new plant added to the store');
+  assert.equal(hook.post.operationId, 'plantAdded');
+  assert.deepEqual(hook.post.security, [], 'the receiver needs no token of ours: the signature authenticates the call');
   assert.deepEqual(hook.post.requestBody.content, { 'application/json': { schema: { $ref: '#/components/schemas/NewPlant' } } });
   assert.deepEqual(hook.post.responses, { 200: { description: 'Return a 200 status to indicate that the data was received successfully' } });
   const headers = hook.post.parameters.map((p: { name: string; in: string; required: boolean }) => `${p.in}:${p.name}:${p.required}`);

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { StoreUnavailableError, type Store } from '../store/store.js';
 import { ApiError, ERRORS } from './errors.js';
 import type { Drain } from './shutdown.js';
-import { errorResponses } from './schemas.js';
+import { errorResponses, requestErrorResponses, TAG } from './schemas.js';
 
 const Status = Type.Object({ status: Type.String() }, { additionalProperties: false });
 
@@ -18,8 +18,11 @@ export async function livenessRoute(app: FastifyInstance): Promise<void> {
     {
       schema: {
         summary: 'Liveness: the process is up',
-        tags: ['operations'],
-        response: { 200: Status },
+        description: 'For load balancers and orchestrators: 200 as long as the process runs, from its start to its exit. No token.',
+        operationId: 'getLiveness',
+        tags: [TAG.operations],
+        security: [],
+        response: { 200: { description: 'The process is up', ...Status }, ...requestErrorResponses() },
       },
     },
     async () => ({ status: 'ok' }),
@@ -32,8 +35,13 @@ export async function readinessRoute(app: FastifyInstance, { store, drain }: { s
     {
       schema: {
         summary: 'Readiness: the store answers and the instance is not starting or shutting down; route traffic here',
-        tags: ['operations'],
-        response: { 200: Status, ...errorResponses() },
+        description:
+          'For load balancers and orchestrators: 200 when this instance can serve (its store answers); 503 while it starts or drains ' +
+          '(50301) or cannot reach its store (50300). No token.',
+        operationId: 'getReadiness',
+        tags: [TAG.operations],
+        security: [],
+        response: { 200: { description: 'This instance can serve', ...Status }, ...errorResponses() },
       },
     },
     async () => {

@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
-import { EXACT_INT64, integerOfJsonNumber, isInt64, parseInt64 } from '../domain/int64.js';
+import { EXACT_INT64, integerOfJsonNumber, isInt64 } from '../domain/int64.js';
 import { ApiError, ERRORS } from './errors.js';
 
 /** Where the parser leaves the literal of a body's top-level `id`, as written, when it is a number. */
@@ -59,6 +59,14 @@ export function parseJson(bytes: Buffer, maxDepth: number): unknown {
   return value;
 }
 
+/**
+ * Hands the EXACT_INT64 keyword the digits an `id` other than a body's was written with (a path parameter,
+ * made a number so that `type: integer` takes it): the keyword decides on them, as on a body's literal.
+ */
+export function keepIdLiteral(target: object, literal: string): void {
+  (target as WithIdLiteral)[ID_LITERAL] = literal;
+}
+
 const PLAIN_SAFE_INTEGER = /^-?\d{1,15}$/;
 
 /**
@@ -84,15 +92,14 @@ type KeywordValidate = Parameters<Ajv['addKeyword']>[0] extends infer D ? (D ext
  * An ajv plugin (Fastify's `ajv.plugins`) for the `x-exact-int64` keyword: after `type: integer` has
  * passed, it decides integer-ness and the int64 range on the literal as written (JSON.parse rounds
  * 2.00000000000000001 to 2 and 2^63 to a double), and replaces the number with that exact `bigint`, so
- * the handler gets a checked bigint and checks nothing again. On a string (a path parameter) it reads
- * plain decimal digits. Its refusals are ordinary validation errors: 400 40002 "id must be …" in a
- * body, 40003 in a path.
+ * the handler gets a checked bigint and checks nothing again. A path parameter's digits reach it the
+ * same way (keepIdLiteral, from http/query.ts). Its refusals are ordinary validation errors: 400 40002
+ * "id must be …" in a body, 40004 in a path.
  */
 export const exactInt64Keyword: AjvPlugin = (ajv) => {
-  const validate: KeywordValidate = (_schema: unknown, data: number | string, _parentSchema?: unknown, cxt?: DataContext) => {
+  const validate: KeywordValidate = (_schema: unknown, data: number, _parentSchema?: unknown, cxt?: DataContext) => {
     // ajv passes the data context to every keyword of a property; without it there is no literal to read.
-    // A string is an id in a URL path: plain decimal digits, nothing else.
-    const id = cxt === undefined ? null : typeof data === 'string' ? parseInt64(data) : exactId(cxt.parentData, data);
+    const id = cxt === undefined ? null : exactId(cxt.parentData, data);
     if (cxt === undefined || id === null || !isInt64(id)) {
       const message = id === null ? NOT_INTEGER : NOT_INT64;
       validate.errors = [{ keyword: EXACT_INT64, instancePath: cxt?.instancePath ?? '', schemaPath: '', params: {}, message }];
@@ -101,7 +108,7 @@ export const exactInt64Keyword: AjvPlugin = (ajv) => {
     cxt.parentData[cxt.parentDataProperty] = id;
     return true;
   };
-  ajv.addKeyword({ keyword: EXACT_INT64, type: ['number', 'string'], modifying: true, errors: true, validate });
+  ajv.addKeyword({ keyword: EXACT_INT64, type: 'number', modifying: true, errors: true, validate });
   return ajv;
 };
 

@@ -1,7 +1,7 @@
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { ERROR_ROWS } from './errors.js';
-import { JWT_SCHEME_NAME, OPAQUE_SCHEME_NAME } from './schemas.js';
+import { JWT_SCHEME_NAME, OPAQUE_SCHEME_NAME, requestErrorResponses, TAG } from './schemas.js';
 
 export const API_VERSION = '1.0.0';
 
@@ -29,9 +29,18 @@ const header = (name: string, description: string, example: string) => ({
 export const WEBHOOKS: Document31['webhooks'] = {
   '/plant/webhook': {
     post: {
+      summary: 'A plant was added',
       description: 'Information about a new plant added to the store',
+      operationId: 'plantAdded',
+      tags: [TAG.webhooks],
+      // The receiver needs no token of ours: the webhook-signature header authenticates the call.
+      security: [],
       parameters: [
-        header('webhook-id', 'The event id: the same on every attempt of one event to one endpoint; deduplicate by it (delivery is at least once)', 'msg_2b1f0c…'),
+        header(
+          'webhook-id',
+          'The event id: the same on every attempt of one event to one endpoint; deduplicate by it (delivery is at least once)',
+          'msg_019b76daa8004f1d2a9c8b7e6d5c4b3a',
+        ),
         header('webhook-timestamp', 'Unix seconds when this attempt was sent; refuse ones too far from now (replays)', '1767225600'),
         header(
           'webhook-signature',
@@ -51,6 +60,18 @@ export const WEBHOOKS: Document31['webhooks'] = {
   },
 };
 
+/** The tags of the document, each described; routes name them by TAG (schemas.ts). */
+const TAGS = [
+  { name: TAG.plants, description: 'Create, list and delete the caller\'s plants' },
+  {
+    name: TAG.webhooks,
+    description: 'Register endpoints that receive every new plant (see the `webhooks` section), and read their delivery attempts',
+  },
+  { name: TAG.tokens, description: 'Create (admin tokens only), list and revoke opaque bearer tokens' },
+  { name: TAG.operations, description: 'Health checks for load balancers and orchestrators; no token' },
+  { name: TAG.document, description: 'This OpenAPI document; no token' },
+];
+
 /** The OpenAPI document is generated from the route schemas; nothing here repeats a route. */
 export async function openApi(app: FastifyInstance): Promise<void> {
   await app.register(swagger, {
@@ -59,6 +80,10 @@ export async function openApi(app: FastifyInstance): Promise<void> {
       info: {
         title: 'Plant Store API',
         version: API_VERSION,
+        // The license as package.json and LICENSE say. Spectral's info-contact asks for a contact: the LICENSE's
+        // copyright holders, since the project publishes no address.
+        license: { name: 'MIT', identifier: 'MIT' },
+        contact: { name: 'plantstore authors' },
         description: [
           'Create and list plants, and subscribe to new ones with webhooks. Every `/plants`, `/webhooks` and `/tokens` call needs ' +
             '`Authorization: Bearer <token>`: an opaque token (`pst_…`) or, when the server is configured for it, a JWT access token ' +
@@ -69,6 +94,9 @@ export async function openApi(app: FastifyInstance): Promise<void> {
           errorTableMarkdown(),
         ].join('\n'),
       },
+      // Relative: the document describes the server that serves it, wherever it is reached.
+      servers: [{ url: '/', description: 'This server' }],
+      tags: TAGS,
       webhooks: WEBHOOKS,
       components: {
         securitySchemes: {
@@ -95,5 +123,23 @@ export async function openApi(app: FastifyInstance): Promise<void> {
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get(
+    '/openapi.json',
+    {
+      schema: {
+        summary: 'This document',
+        description: 'The OpenAPI 3.1 description of this API, generated from the routes it serves. No token.',
+        operationId: 'getOpenApi',
+        tags: [TAG.document],
+        security: [],
+        response: {
+          // Any object: fast-json-stringify then writes every property as JSON.stringify would, so the
+          // document goes out as it is.
+          200: { description: 'The OpenAPI document', type: 'object', additionalProperties: true },
+          ...requestErrorResponses(),
+        },
+      },
+    },
+    async () => app.swagger(),
+  );
 }

@@ -6,14 +6,15 @@ import type { Store } from '../store/store.js';
 import { requireScope, type AuthSteps } from './auth.js';
 import { CURSOR_PATTERN, PageCursors } from './cursor.js';
 import { ApiError, ERRORS } from './errors.js';
-import { errorResponses, ref, SECURITY } from './schemas.js';
+import { BODY_ERRORS, errorResponses, ref, SECURITY, TAG } from './schemas.js';
 
 const LIMIT_DEFAULT = 100;
 const LIMIT_MAX = 1000;
 
 const ListQuery = Type.Object({
   limit: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: LIMIT_MAX, default: LIMIT_DEFAULT, description: 'Maximum number of plants to return' }),
+    // int32, as the published document types it, so that generated clients take the same type.
+    Type.Integer({ format: 'int32', minimum: 1, maximum: LIMIT_MAX, default: LIMIT_DEFAULT, description: 'Maximum number of plants to return' }),
   ),
   tag: Type.Optional(PlantTag),
   cursor: Type.Optional(
@@ -31,9 +32,11 @@ export const AUTHENTICATION_ERRORS = [
 ];
 
 const DeleteParams = Type.Object({
-  // Read by the EXACT_INT64 keyword into the exact bigint; the pattern is for the published document.
+  // An int64 integer, as NewPlant's id and as in the published document, so that generated clients take
+  // the same type for both. Its digits are read exactly (strictParams in http/query.ts keeps them for the
+  // EXACT_INT64 keyword, which hands on the bigint): past 2^53 too.
   id: Type.Unsafe<bigint>(
-    Type.String({ pattern: '^-?[0-9]{1,20}$', [EXACT_INT64]: true, description: 'The plant id, a decimal 64-bit signed integer' }),
+    Type.Integer({ format: 'int64', [EXACT_INT64]: true, description: 'The plant id: a 64-bit signed integer in decimal digits, read exactly' }),
   ),
 });
 
@@ -60,16 +63,15 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ store: Store; auth: AuthSt
       onRequest: [...auth.identify, requireScope('plants:write'), ...auth.throttle],
       schema: {
         summary: 'Create a plant',
+        operationId: 'createPlant',
+        tags: [TAG.plants],
         description:
           'Stores the plant for the calling user. Repeating a create with the same id and content is an idempotent retry (200, nothing duplicated); the same id with different content is 409.',
         security: SECURITY,
         body: ref<NewPlantBody>('NewPlant'),
         response: {
           200: ref('Plant'),
-          ...errorResponses(
-            ERRORS.malformedJson, ERRORS.invalidNewPlant, ...AUTHENTICATION_ERRORS,
-            ERRORS.idConflict, ERRORS.bodyTooLarge, ERRORS.unsupportedMediaType,
-          ),
+          ...errorResponses(...BODY_ERRORS, ERRORS.invalidNewPlant, ...AUTHENTICATION_ERRORS, ERRORS.idConflict),
         },
       },
     },
@@ -92,6 +94,8 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ store: Store; auth: AuthSt
       onRequest: [...auth.identify, requireScope('plants:read'), ...auth.throttle],
       schema: {
         summary: 'List plants',
+        operationId: 'listPlants',
+        tags: [TAG.plants],
         description:
           'The caller\'s plants (an admin token: every user\'s), oldest first. When more remain, a `Link: <…>; rel="next"` header gives the URL of the next page.',
         security: SECURITY,
@@ -133,12 +137,14 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ store: Store; auth: AuthSt
       onRequest: [...auth.identify, requireScope('plants:write'), ...auth.throttle],
       schema: {
         summary: 'Delete a plant',
+        operationId: 'deletePlant',
+        tags: [TAG.plants],
         description: 'Deletes the caller\'s plant with this id (an admin deletes only its own plants, too).',
         security: SECURITY,
         params: DeleteParams,
         response: {
           204: { description: 'Deleted', type: 'null' },
-          ...errorResponses(ERRORS.invalidPath, ...AUTHENTICATION_ERRORS, ERRORS.plantNotFound),
+          ...errorResponses(ERRORS.invalidPath, ...AUTHENTICATION_ERRORS, ERRORS.plantNotFound, ...BODY_ERRORS),
         },
       },
     },

@@ -1,5 +1,7 @@
 import type { FastifyInstance, preValidationHookHandler } from 'fastify';
+import { EXACT_INT64, parseInt64 } from '../domain/int64.js';
 import { ApiError, ERRORS } from './errors.js';
+import { keepIdLiteral } from './json.js';
 
 const DECIMAL = /^\d{1,15}$/;
 
@@ -32,6 +34,33 @@ export function strictQuery(app: FastifyInstance): void {
       done();
     };
     route.preValidation = [check, ...[route.preValidation ?? []].flat()];
+  });
+}
+
+/**
+ * Path ids declared as exact int64 integers (`type: integer` with the EXACT_INT64 keyword, as DELETE
+ * /plants/{id} is, and as the published document has it) are read from their digits: a decimal int64 in
+ * plain digits becomes a number, so that `type: integer` takes it, and its digits are kept for the
+ * keyword, which hands on the exact bigint (past 2^53 too). Anything else stays a string and fails the
+ * schema: 400 40004.
+ */
+export function exactPathIds(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    const properties = (route.schema?.params as { properties?: Record<string, Record<string, unknown>> } | undefined)?.properties;
+    const exact = Object.entries(properties ?? {}).filter(([, schema]) => schema.type === 'integer' && schema[EXACT_INT64] === true);
+    if (exact.length === 0) return;
+    // The keyword reads the literal of an object's `id` only (a body's id, or this one).
+    if (exact.length > 1 || exact[0]?.[0] !== 'id') throw new Error(`${route.url}: only a path parameter named id can be an exact int64`);
+    const read: preValidationHookHandler = (request, _reply, done) => {
+      const params = request.params as Record<string, unknown>;
+      const digits = params.id;
+      if (typeof digits === 'string' && parseInt64(digits) !== null) {
+        params.id = Number(digits);
+        keepIdLiteral(params, digits);
+      }
+      done();
+    };
+    route.preValidation = [read, ...[route.preValidation ?? []].flat()];
   });
 }
 

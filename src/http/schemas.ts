@@ -29,13 +29,39 @@ export function ref<T = unknown>(id: SharedSchemaId): TUnsafe<T> {
 }
 
 /**
- * The error responses of an operation that uses the store, grouped by status, each described by the codes
- * it can carry. A malformed or too long URL (40000, 41400), an internal error (50000), a store out of
- * reach (50300) and an instance starting or shutting down (50301) can happen on any such operation, so
- * every one lists them.
+ * The tags of the published document, in its order; openapi.ts describes them and each route names one.
+ * A route naming another tag would fail the lint test (spectral's operation-tag-defined).
  */
-export function errorResponses(...rows: ErrorRow[]): Record<number, unknown> {
-  const all = [ERRORS.badRequest, ERRORS.urlTooLong, ...rows, ERRORS.internal, ERRORS.storeUnavailable, ERRORS.notServing];
+export const TAG = {
+  plants: 'plants',
+  webhooks: 'webhooks',
+  tokens: 'tokens',
+  operations: 'operations',
+  document: 'document',
+} as const;
+
+/**
+ * What any request can be answered, whatever its route, before the route's own steps run: a malformed
+ * request (URL, headers, framing, no Host: 40000), one not received within REQUEST_TIMEOUT_MS (40800, by
+ * the parser), a URL over MAX_URL_LENGTH (41400), an Expect other than 100-continue (41700), headers over
+ * MAX_HEADER_SIZE (43100, by the parser), and an internal error (50000).
+ */
+const ANY_REQUEST: readonly ErrorRow[] = [
+  ERRORS.badRequest, ERRORS.requestTimeout, ERRORS.urlTooLong, ERRORS.expectationFailed, ERRORS.headersTooLarge, ERRORS.internal,
+];
+
+/** What a route that uses the store can answer besides: a store out of reach (50300), an instance starting or draining (50301). */
+const STORE_ROUTE: readonly ErrorRow[] = [ERRORS.storeUnavailable, ERRORS.notServing];
+
+/**
+ * What a request with a body can be answered: POST, and DELETE too, since Fastify reads a body sent with
+ * a DELETE (a JSON one is parsed, anything else refused), though no DELETE here takes one.
+ */
+export const BODY_ERRORS: readonly ErrorRow[] = [ERRORS.malformedJson, ERRORS.bodyTooLarge, ERRORS.unsupportedMediaType];
+
+/** The rows as responses, one per status, each described by the codes it can carry (in code order). */
+function responsesOf(rows: readonly ErrorRow[]): Record<number, unknown> {
+  const all = [...new Set(rows)].sort((a, b) => a.code - b.code);
   const statuses = [...new Set(all.map((r) => r.status))].sort((a, b) => a - b);
   return Object.fromEntries(
     statuses.map((status) => {
@@ -46,4 +72,17 @@ export function errorResponses(...rows: ErrorRow[]): Record<number, unknown> {
       return [status, { description, ...ref('Error') }];
     }),
   );
+}
+
+/**
+ * The error responses of an operation that uses the store: the route's own rows, and those any request
+ * (ANY_REQUEST) and any route that uses the store (STORE_ROUTE) can be answered.
+ */
+export function errorResponses(...rows: ErrorRow[]): Record<number, unknown> {
+  return responsesOf([...ANY_REQUEST, ...rows, ...STORE_ROUTE]);
+}
+
+/** The error responses of an operation that does not use the store (/healthz, /openapi.json): those of any request. */
+export function requestErrorResponses(...rows: ErrorRow[]): Record<number, unknown> {
+  return responsesOf([...ANY_REQUEST, ...rows]);
 }

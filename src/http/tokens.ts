@@ -7,7 +7,8 @@ import { issueToken, TokenRequestError, tokenStatus } from '../tokens.js';
 import { REALM, type AuthSteps } from './auth.js';
 import type { Hook } from './auth/authenticate.js';
 import { ApiError, ERRORS } from './errors.js';
-import { errorResponses, ref, SECURITY } from './schemas.js';
+import { AUTHENTICATION_ERRORS } from './plants.js';
+import { BODY_ERRORS, errorResponses, ref, SECURITY, TAG } from './schemas.js';
 import { NEW_TOKEN_FIELDS, type CreatedTokenView, type NewTokenBody, type TokenView } from './token-schemas.js';
 
 /** What `token revoke` takes: a token id is a positive integer that a JavaScript number holds exactly. */
@@ -19,8 +20,11 @@ const TokenParams = Type.Object({
   id: Type.String({ description: 'The token id, as POST /tokens, GET /tokens or `token list` gave it' }),
 });
 
-/** Which errors the /tokens routes can answer about the caller's token (no route here needs a scope). */
-const TOKEN_AUTH_ERRORS = [ERRORS.missingToken, ERRORS.invalidToken, ERRORS.authFailuresLimited, ERRORS.rateLimited];
+/**
+ * Which errors the /tokens routes can answer about the caller's token: those of any route behind a token
+ * (a JWT whose key cannot be fetched included: 50302), but no 40300, since no route here needs a scope.
+ */
+const TOKEN_AUTH_ERRORS = AUTHENTICATION_ERRORS.filter((row) => row !== ERRORS.insufficientScope);
 
 /**
  * POST /tokens' step after `authenticate`: only an admin token (`token create --admin`, or a JWT with
@@ -94,6 +98,8 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<TokenRoutesOptions> = async 
       config: { invalidBody: ERRORS.invalidTokenRequest },
       schema: {
         summary: 'Create a token',
+        operationId: 'createToken',
+        tags: [TAG.tokens],
         description:
           'Admin tokens only (`token create --admin`, or a JWT with `plants:admin`); no scope is needed beyond that. Creates an opaque ' +
           'token for any user, with any scopes and admin or not, as `plantstore token create` does. The answer carries the secret, shown ' +
@@ -102,10 +108,7 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<TokenRoutesOptions> = async 
         body: ref<NewTokenBody>('NewToken'),
         response: {
           201: { description: 'Created; the secret is in this answer only', ...ref('CreatedToken') },
-          ...errorResponses(
-            ERRORS.malformedJson, ERRORS.invalidTokenRequest, ...TOKEN_AUTH_ERRORS, ERRORS.adminRequired,
-            ERRORS.bodyTooLarge, ERRORS.unsupportedMediaType,
-          ),
+          ...errorResponses(...BODY_ERRORS, ERRORS.invalidTokenRequest, ...TOKEN_AUTH_ERRORS, ERRORS.adminRequired),
         },
       },
     },
@@ -124,6 +127,8 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<TokenRoutesOptions> = async 
       onRequest: guard,
       schema: {
         summary: 'List tokens',
+        operationId: 'listTokens',
+        tags: [TAG.tokens],
         description:
           'The tokens of the caller\'s user (an admin token: every user\'s), active, expired and revoked, in creation order; never a secret ' +
           'nor a hash. Any token may list its own user\'s: no scope is needed.',
@@ -146,6 +151,8 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<TokenRoutesOptions> = async 
       onRequest: guard,
       schema: {
         summary: 'Revoke a token',
+        operationId: 'revokeToken',
+        tags: [TAG.tokens],
         description:
           'Revokes a token of the caller\'s user (an admin token: any user\'s), the caller\'s own included; no scope is needed. Every server ' +
           'refuses it within 5 seconds (REVOCATION_WITHIN_MS), as after `plantstore token revoke`. A token already revoked is not found ' +
@@ -154,7 +161,7 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<TokenRoutesOptions> = async 
         params: TokenParams,
         response: {
           204: { description: 'Revoked', type: 'null' },
-          ...errorResponses(...TOKEN_AUTH_ERRORS, ERRORS.tokenNotFound),
+          ...errorResponses(...TOKEN_AUTH_ERRORS, ERRORS.tokenNotFound, ...BODY_ERRORS),
         },
       },
     },

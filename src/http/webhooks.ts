@@ -9,7 +9,7 @@ import { deliveryView, webhookView } from '../webhooks/views.js';
 import { requireScope, type AuthSteps } from './auth.js';
 import { ApiError, ERRORS, type ErrorRow } from './errors.js';
 import { AUTHENTICATION_ERRORS } from './plants.js';
-import { errorResponses, ref, SECURITY } from './schemas.js';
+import { BODY_ERRORS, errorResponses, ref, SECURITY, TAG } from './schemas.js';
 import type { CreatedWebhook, NewWebhookBody } from './webhook-schemas.js';
 
 const DELIVERIES_DEFAULT = 50;
@@ -70,6 +70,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
       config: { invalidBody: ERRORS.invalidWebhook },
       schema: {
         summary: 'Register a webhook endpoint',
+        operationId: 'createWebhook',
+        tags: [TAG.webhooks],
         description:
           'The endpoint receives a POST for every plant its user creates (registered with an admin token: every user\'s), signed with ' +
           'Standard Webhooks headers (see the `webhooks` section). The answer carries the signing secret, shown this once.',
@@ -78,8 +80,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
         response: {
           201: { description: 'Registered; the secret is in this answer only', ...ref('CreatedWebhook') },
           ...errorResponses(
-            ERRORS.malformedJson, ERRORS.invalidWebhook, ERRORS.privateDestination, ...AUTHENTICATION_ERRORS,
-            ERRORS.webhookLimit, ERRORS.bodyTooLarge, ERRORS.unsupportedMediaType,
+            ...BODY_ERRORS, ERRORS.invalidWebhook, ERRORS.privateDestination, ...AUTHENTICATION_ERRORS, ERRORS.webhookLimit,
           ),
         },
       },
@@ -105,6 +106,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
       onRequest: guard,
       schema: {
         summary: 'List webhook endpoints',
+        operationId: 'listWebhooks',
+        tags: [TAG.webhooks],
         description: 'The caller\'s endpoints (an admin token: every user\'s), in registration order, never with their secrets.',
         security: SECURITY,
         response: {
@@ -122,6 +125,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
       onRequest: guard,
       schema: {
         summary: 'Remove a webhook endpoint',
+        operationId: 'deleteWebhook',
+        tags: [TAG.webhooks],
         description:
           'Removes the endpoint with its queued events and its delivery history; no attempt starts after the answer. An admin token may ' +
           'remove any user\'s endpoint.',
@@ -129,7 +134,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
         params: EndpointParams,
         response: {
           204: { description: 'Removed', type: 'null' },
-          ...errorResponses(...AUTHENTICATION_ERRORS, ERRORS.webhookNotFound),
+          ...errorResponses(...AUTHENTICATION_ERRORS, ERRORS.webhookNotFound, ...BODY_ERRORS),
         },
       },
     },
@@ -147,6 +152,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
       onRequest: guard,
       schema: {
         summary: 'List an endpoint\'s delivery attempts',
+        operationId: 'listWebhookDeliveries',
+        tags: [TAG.webhooks],
         description:
           'The latest attempts to deliver events to this endpoint, newest first (kept WEBHOOK_RETENTION after their event is delivered or ' +
           'failed). An admin token may read any user\'s endpoint.',

@@ -5,6 +5,7 @@ import fp from 'fastify-plugin';
 import { DEFAULTS, type Config } from './config.js';
 import type { Store } from './store/store.js';
 import { clientErrorHandler, ERRORS, toApiError, type ErrorRow } from './http/errors.js';
+import { apiDocs } from './http/docs.js';
 import { livenessRoute, readinessRoute } from './http/health.js';
 import { exactInt64Keyword, registerJsonParser } from './http/json.js';
 import { notFoundOrNotAllowed } from './http/methods.js';
@@ -25,7 +26,7 @@ import { drainOnClose } from './http/shutdown.js';
 /** The settings the HTTP layer uses; every one has the default of the configuration table. */
 export type HttpSettings = Pick<
   Config,
-  | 'accessLog' | 'maxBodySize' | 'maxHeaderSize' | 'maxUrlLength' | 'maxJsonDepth' | 'maxConnections'
+  | 'accessLog' | 'docs' | 'maxBodySize' | 'maxHeaderSize' | 'maxUrlLength' | 'maxJsonDepth' | 'maxConnections'
   | 'requestTimeoutMs' | 'trustProxy' | 'corsOrigins' | 'authFailureLimit' | 'rateLimit' | 'drainTimeoutMs'
   | 'webhookAllowPrivate' | 'webhookMaxPerUser'
   | 'jwtIssuer' | 'jwtJwksUrl' | 'jwtAudience' | 'jwtAlgorithms' | 'jwtClockSkewMs' | 'jwtUserClaim' | 'jwtDefaultScopes'
@@ -175,6 +176,8 @@ export const plantstore = fp(
     strictQuery(app);
     exactPathIds(app);
     await openApi(app);
+    // Outside the store's scope: the reference needs no store, and answers while it opens.
+    if (settings.docs) await apiDocs(app);
     await app.register(livenessRoute);
     // Every route that uses the store, in one scope behind the readiness gate.
     await app.register(async function storeRoutes(scope) {

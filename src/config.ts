@@ -154,6 +154,15 @@ export const OPTIONS = [
       parse: (value) => value === 'on',
     },
   ),
+  option(
+    'docs', 'DOCS', 'on',
+    'on: serve the interactive API reference (Swagger UI, every file from this server) at /docs; off: /docs is 404',
+    {
+      schema: Type.String({ enum: ['on', 'off'] }),
+      refusal: (value) => `DOCS must be on or off, got "${value}"`,
+      parse: (value) => value === 'on',
+    },
+  ),
   integerOption('maxBodySize', 'MAX_BODY_SIZE', '65536', 'Largest request body in bytes (larger: 413)', 1, 10 * 1024 * 1024),
   integerOption('maxHeaderSize', 'MAX_HEADER_SIZE', '16384', 'Largest request line plus headers in bytes (larger: 431)', 1024, 1024 * 1024),
   integerOption('maxUrlLength', 'MAX_URL_LENGTH', '4096', 'Longest request URL in characters (longer: 414)', 64, 1024 * 1024),

@@ -13,6 +13,7 @@ test('defaults: port 8080 on 127.0.0.1, info logs, ./data/plantstore.db, rate li
     databaseStartupTimeoutMs: 30_000,
     listCachePlants: 100_000,
     accessLog: false,
+    docs: true,
     maxBodySize: 65_536,
     maxHeaderSize: 16_384,
     maxUrlLength: 4096,
@@ -90,6 +91,7 @@ test('invalid settings are refused with a message naming the variable', () => {
     [{ CORS_ORIGINS: 'https://app.example/path' }, /CORS_ORIGINS/],
     [{ LIST_CACHE_PLANTS: '-1' }, /LIST_CACHE_PLANTS/],
     [{ ACCESS_LOG: 'yes' }, /ACCESS_LOG/],
+    [{ DOCS: 'false' }, /DOCS must be on or off/],
   ];
   for (const [env, message] of cases) {
     assert.throws(() => loadConfig({}, env), (e: unknown) => e instanceof ConfigError && message.test(e.message), JSON.stringify(env));

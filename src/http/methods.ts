@@ -11,10 +11,12 @@ export function notFoundOrNotAllowed(app: FastifyInstance): (request: FastifyReq
   return (request, reply) => {
     const allowed = app.supportedMethods.filter((method) => {
       const route = app.findRoute({ method: method as HTTPMethods, url: request.url });
-      // A wildcard route (the CORS preflight's OPTIONS *) answers for every path; it makes no resource.
-      return route !== null && route.params['*'] === undefined;
+      // The CORS preflight's OPTIONS * answers for every path; it makes no resource. Other wildcard
+      // routes do (GET /docs/static/*: Swagger UI's files).
+      return route !== null && !(method === 'OPTIONS' && route.params['*'] !== undefined);
     });
-    if (allowed.length === 0) throw new ApiError(ERRORS.routeNotFound);
+    // A route of this method that sends its request here (a file @fastify/static does not have) is a 404.
+    if (allowed.length === 0 || allowed.includes(request.method)) throw new ApiError(ERRORS.routeNotFound);
     reply.header('allow', allowed.sort().join(', '));
     throw new ApiError(ERRORS.methodNotAllowed);
   };

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { nestingExceeds } from '../src/http/json.js';
 import { bearer, create, errorBody, list, testApp } from './helpers.js';
+import { answers } from './raw-http.js';
 
 async function listen(app: FastifyInstance): Promise<number> {
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -112,4 +113,15 @@ test('a body over MAX_BODY_SIZE is 413 41300', async (t) => {
   });
   assert.equal(res.statusCode, 413);
   assert.equal(errorBody(res).error, 41300);
+});
+
+test('a request answered before its body (401) and then left unfinished gets no second answer at REQUEST_TIMEOUT', async (t) => {
+  const { app } = await testApp(t, { requestTimeoutMs: 1000 });
+  const port = await listen(app);
+  const stalled = rawConnection(port);
+  // No token: authentication refuses before the body is read. Half the announced body, then nothing.
+  stalled.socket.write('POST /plants HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{"id":1,');
+  const received = await stalled.closed;
+  const all = answers(received);
+  assert.deepEqual(all.map((a) => a.status), [401], `one answer only, got: ${JSON.stringify(received.slice(0, 600))}`);
 });

@@ -190,6 +190,14 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
     socket.end(() => socket.destroy());
     return;
   }
+  // A request answered in full before its body came (a refusal before the body is read), whose body then
+  // stalls: Node is discarding the rest of that body (it marks the request `_dumped`), and the request
+  // timeout fires on it. A 408 now would be a second answer to one request, which the client would take
+  // for the answer to its next one. Everything was said already: close.
+  if ((socket as Socket & { parser?: { incoming?: { _dumped?: boolean } | null } | null }).parser?.incoming?._dumped) {
+    socket.end(() => socket.destroy());
+    return;
+  }
   const row =
     error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? ERRORS.requestTimeout
     : error.code === 'HPE_HEADER_OVERFLOW' ? ERRORS.headersTooLarge

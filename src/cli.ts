@@ -1,12 +1,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { allowedValues, ConfigError, loadConfig, loadDatabaseConfig, OPTIONS, type DatabaseConfig, type OptionInfo } from './config.js';
+import {
+  allowedValues, ConfigError, loadConfig, loadDatabaseConfig, loadLogConfig, OPTIONS, type Config, type DatabaseConfig, type OptionInfo,
+} from './config.js';
 import { isScope, SCOPES, userNameProblem, type Scope } from './domain/principal.js';
 import type { DeliveryAttempt } from './domain/webhook.js';
 import { deliveryView } from './webhooks/views.js';
 import { descriptionProblem, endpointUrlProblem, registerWebhook, WebhookRequestError } from './webhooks/register.js';
-import { pino } from 'pino';
-import { createLogger } from './logger.js';
+import type { Logger } from 'pino';
+import { processLogger } from './logger.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
 import { parseDuration } from './domain/duration.js';
@@ -14,6 +16,13 @@ import { issueToken, REVOCATION_WITHIN_MS, TokenRequestError, tokenStatus as sta
 
 /** A mistake in how the command was called: message on stderr, exit code 2. */
 class UsageError extends Error {}
+
+/** Said already, as a log line (`serve`): main prints nothing more, and exits with this code. */
+class LoggedError extends Error {
+  constructor(readonly exitCode: number) {
+    super('logged');
+  }
+}
 
 const DATABASE_OPTION = { 'database-url': { type: 'string' } } as const;
 
@@ -160,7 +169,7 @@ async function withStore<T>(databaseUrl: string | undefined, use: (store: Store)
     );
   }
   // Progress (waiting for PostgreSQL) goes to stderr, so stdout carries only the command's output.
-  const logger = createLogger('info', pino.destination(2));
+  const logger = processLogger('info', config.logFormat, { fd: 2, sync: true });
   const store = await openStore(config.database, {
     logger,
     poolSize: 1,
@@ -173,15 +182,51 @@ async function withStore<T>(databaseUrl: string | undefined, use: (store: Store)
   }
 }
 
+const SERVE_FLAGS = Object.fromEntries(OPTIONS.map((o) => [o.flag, { type: 'string' as const }]));
+
+/** The flags' values as far as they can be read from arguments that are refused (to log the refusal as asked). */
+function flagsOf(args: string[]): Record<string, string | undefined> {
+  try {
+    const { values } = parseArgs({ args, options: SERVE_FLAGS, strict: false, allowPositionals: true });
+    return Object.fromEntries(Object.entries(values).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * The fatal line that ends `serve`: the message alone for what the operator has to fix (a refused
+ * setting, a port in use, a store that cannot open), the error with its stack for anything else.
+ */
+function fatal(logger: Logger, error: unknown, expected: boolean, exitCode: number): LoggedError {
+  if (expected) logger.fatal((error as Error).message);
+  else logger.fatal({ err: error }, 'start-up failed');
+  return new LoggedError(exitCode);
+}
+
+/**
+ * Everything `serve` writes is a log line in one format (LOG_FORMAT), for whatever reads its output;
+ * a refused command line or configuration too, with exit code 2, logged with LOG_FORMAT and LOG_LEVEL
+ * when those two are valid themselves (their defaults otherwise). Only --help prints plain text.
+ */
 async function serveCommand(args: string[]): Promise<void> {
-  const flagOptions = Object.fromEntries(OPTIONS.map((o) => [o.flag, { type: 'string' as const }]));
-  const { values } = parse(args, flagOptions);
-  if (values.help) return void console.log(HELP.serve());
-  const flags = Object.fromEntries(OPTIONS.map((o) => [o.flag, values[o.flag] as string | undefined]));
-  const config = loadConfig(flags);
+  let config: Config;
+  try {
+    const { values } = parse(args, SERVE_FLAGS);
+    if (values.help) return void console.log(HELP.serve());
+    config = loadConfig(Object.fromEntries(OPTIONS.map((o) => [o.flag, values[o.flag] as string | undefined])));
+  } catch (error) {
+    const settings = loadLogConfig(flagsOf(args));
+    throw fatal(processLogger(settings.logLevel, settings.logFormat), error, error instanceof UsageError || error instanceof ConfigError, 2);
+  }
+  const logger = processLogger(config.logLevel, config.logFormat);
   // Loaded here so that token and migrate commands do not pay for loading the HTTP stack.
-  const { serve } = await import('./server.js');
-  await serve(config);
+  const { serve, StartupError } = await import('./server.js');
+  try {
+    await serve(config, logger);
+  } catch (error) {
+    throw fatal(logger, error, error instanceof StartupError, 1);
+  }
 }
 
 async function migrateCommand(args: string[]): Promise<void> {
@@ -422,6 +467,7 @@ export async function main(argv: string[]): Promise<number> {
     await command(group === undefined ? argv.slice(1) : rest);
     return 0;
   } catch (error) {
+    if (error instanceof LoggedError) return error.exitCode;
     const usage = error instanceof UsageError || error instanceof ConfigError || error instanceof TokenRequestError;
     console.error(`plantstore: ${(error as Error).message}`);
     return usage ? 2 : 1;

@@ -39,6 +39,7 @@ Commands:
   webhook list          List webhook endpoints (never their secrets)
   webhook remove ID     Remove a webhook endpoint
   webhook deliveries ID Show an endpoint's latest delivery attempts
+  backup --out FILE     Copy a SQLite store to FILE, consistently, while the server runs (PostgreSQL: pg_dump)
 
 Options:
   -h, --help            Show this help; "plantstore <command> --help" shows a command's options
@@ -90,6 +91,20 @@ stdout; only its SHA-256 hash is stored.`,
 The store used is printed on stderr ("using …"). "webhook add" prints the endpoint's signing secret
 (whsec_…) once, alone on the last line of stdout, and its ID on stderr. Removing an endpoint removes its
 queued events: no delivery to it starts afterwards.`,
+  backup: `Usage: plantstore backup --out FILE [--force] [--database-url URL]
+
+Copies the SQLite store to FILE with SQLite's online backup API: a consistent copy of everything committed
+when the copy began, made while the server keeps serving and writing. The copy is one standalone file,
+checked with PRAGMA integrity_check; FILE appears only once it is complete. It holds token hashes and
+webhook signing secrets: keep it as safe as the store. Prints the file, its size and its plant count.
+
+  --out FILE          Where the copy goes; its directory must exist
+  --force             Replace FILE if it exists (never the store itself)
+  --database-url URL  The store to copy; default: DATABASE_URL, else sqlite:./data/plantstore.db
+
+To restore: stop the server, then point DATABASE_URL at the copy, or move the copy over the store file
+(removing the old store's -wal and -shm files first). On PostgreSQL use pg_dump and pg_restore (README,
+"Backups").`,
 };
 
 /** Width of `serve --help`: the terminal's when it is narrower, so that nothing wraps mid-column. */
@@ -227,6 +242,23 @@ async function serveCommand(args: string[]): Promise<void> {
   } catch (error) {
     throw fatal(logger, error, error instanceof StartupError, 1);
   }
+}
+
+async function backupCommand(args: string[]): Promise<void> {
+  const { values } = parse(args, { ...DATABASE_OPTION, out: { type: 'string' }, force: { type: 'boolean' } });
+  if (values.help) return void console.log(HELP.backup);
+  if (values.out === undefined || values.out === '') throw new UsageError('backup needs --out FILE');
+  const { database } = loadDatabaseConfig(values['database-url']);
+  if (database.kind !== 'sqlite') {
+    throw new UsageError(
+      'backup copies SQLite stores; back up PostgreSQL with its own tools: pg_dump --format=custom --file=plantstore.dump "$DATABASE_URL" ' +
+        '(restore with pg_restore; see "Backups" in the README)',
+    );
+  }
+  console.error(`using ${describeStore(database)}`);
+  const { backupSqlite } = await import('./store/sqlite-backup.js');
+  const copy = await backupSqlite(database.path, values.out, { force: values.force ?? false });
+  console.log(`Backed up ${describeStore(database)} to ${copy.path}: ${copy.bytes} bytes, ${copy.plants} plants, integrity_check ok.`);
 }
 
 async function migrateCommand(args: string[]): Promise<void> {
@@ -427,6 +459,7 @@ async function webhookDeliveries(args: string[]): Promise<void> {
 const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   serve: serveCommand,
   migrate: migrateCommand,
+  backup: backupCommand,
   'token create': tokenCreate,
   'token list': tokenList,
   'token revoke': tokenRevoke,

@@ -1,12 +1,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { allowedValues, ConfigError, loadConfig, loadDatabaseConfig, OPTIONS, type DatabaseConfig, type OptionInfo } from './config.js';
+import {
+  allowedValues, ConfigError, loadConfig, loadDatabaseConfig, loadLogConfig, OPTIONS, type Config, type DatabaseConfig, type OptionInfo,
+} from './config.js';
 import { isScope, SCOPES, userNameProblem, type Scope } from './domain/principal.js';
 import type { DeliveryAttempt } from './domain/webhook.js';
 import { deliveryView } from './webhooks/views.js';
 import { descriptionProblem, endpointUrlProblem, registerWebhook, WebhookRequestError } from './webhooks/register.js';
-import { pino } from 'pino';
-import { createLogger } from './logger.js';
+import type { Logger } from 'pino';
+import { processLogger } from './logger.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
 import { parseDuration } from './domain/duration.js';
@@ -14,6 +16,13 @@ import { issueToken, REVOCATION_WITHIN_MS, TokenRequestError, tokenStatus as sta
 
 /** A mistake in how the command was called: message on stderr, exit code 2. */
 class UsageError extends Error {}
+
+/** Said already, as a log line (`serve`): main prints nothing more, and exits with this code. */
+class LoggedError extends Error {
+  constructor(readonly exitCode: number) {
+    super('logged');
+  }
+}
 
 const DATABASE_OPTION = { 'database-url': { type: 'string' } } as const;
 
@@ -30,6 +39,7 @@ Commands:
   webhook list          List webhook endpoints (never their secrets)
   webhook remove ID     Remove a webhook endpoint
   webhook deliveries ID Show an endpoint's latest delivery attempts
+  backup --out FILE     Copy a SQLite store to FILE, consistently, while the server runs (PostgreSQL: pg_dump)
 
 Options:
   -h, --help            Show this help; "plantstore <command> --help" shows a command's options
@@ -81,6 +91,20 @@ stdout; only its SHA-256 hash is stored.`,
 The store used is printed on stderr ("using …"). "webhook add" prints the endpoint's signing secret
 (whsec_…) once, alone on the last line of stdout, and its ID on stderr. Removing an endpoint removes its
 queued events: no delivery to it starts afterwards.`,
+  backup: `Usage: plantstore backup --out FILE [--force] [--database-url URL]
+
+Copies the SQLite store to FILE with SQLite's online backup API: a consistent copy of everything committed
+when the copy began, made while the server keeps serving and writing. The copy is one standalone file,
+checked with PRAGMA integrity_check; FILE appears only once it is complete. It holds token hashes and
+webhook signing secrets: keep it as safe as the store. Prints the file, its size and its plant count.
+
+  --out FILE          Where the copy goes; its directory must exist
+  --force             Replace FILE if it exists (never the store itself)
+  --database-url URL  The store to copy; default: DATABASE_URL, else sqlite:./data/plantstore.db
+
+To restore: stop the server, then point DATABASE_URL at the copy, or move the copy over the store file
+(removing the old store's -wal and -shm files first). On PostgreSQL use pg_dump and pg_restore (README,
+"Backups").`,
 };
 
 /** Width of `serve --help`: the terminal's when it is narrower, so that nothing wraps mid-column. */
@@ -160,7 +184,7 @@ async function withStore<T>(databaseUrl: string | undefined, use: (store: Store)
     );
   }
   // Progress (waiting for PostgreSQL) goes to stderr, so stdout carries only the command's output.
-  const logger = createLogger('info', pino.destination(2));
+  const logger = processLogger('info', config.logFormat, { fd: 2, sync: true });
   const store = await openStore(config.database, {
     logger,
     poolSize: 1,
@@ -173,15 +197,68 @@ async function withStore<T>(databaseUrl: string | undefined, use: (store: Store)
   }
 }
 
+const SERVE_FLAGS = Object.fromEntries(OPTIONS.map((o) => [o.flag, { type: 'string' as const }]));
+
+/** The flags' values as far as they can be read from arguments that are refused (to log the refusal as asked). */
+function flagsOf(args: string[]): Record<string, string | undefined> {
+  try {
+    const { values } = parseArgs({ args, options: SERVE_FLAGS, strict: false, allowPositionals: true });
+    return Object.fromEntries(Object.entries(values).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * The fatal line that ends `serve`: the message alone for what the operator has to fix (a refused
+ * setting, a port in use, a store that cannot open), the error with its stack for anything else.
+ */
+function fatal(logger: Logger, error: unknown, expected: boolean, exitCode: number): LoggedError {
+  if (expected) logger.fatal((error as Error).message);
+  else logger.fatal({ err: error }, 'start-up failed');
+  return new LoggedError(exitCode);
+}
+
+/**
+ * Everything `serve` writes is a log line in one format (LOG_FORMAT), for whatever reads its output;
+ * a refused command line or configuration too, with exit code 2, logged with LOG_FORMAT and LOG_LEVEL
+ * when those two are valid themselves (their defaults otherwise). Only --help prints plain text.
+ */
 async function serveCommand(args: string[]): Promise<void> {
-  const flagOptions = Object.fromEntries(OPTIONS.map((o) => [o.flag, { type: 'string' as const }]));
-  const { values } = parse(args, flagOptions);
-  if (values.help) return void console.log(HELP.serve());
-  const flags = Object.fromEntries(OPTIONS.map((o) => [o.flag, values[o.flag] as string | undefined]));
-  const config = loadConfig(flags);
+  let config: Config;
+  try {
+    const { values } = parse(args, SERVE_FLAGS);
+    if (values.help) return void console.log(HELP.serve());
+    config = loadConfig(Object.fromEntries(OPTIONS.map((o) => [o.flag, values[o.flag] as string | undefined])));
+  } catch (error) {
+    const settings = loadLogConfig(flagsOf(args));
+    throw fatal(processLogger(settings.logLevel, settings.logFormat), error, error instanceof UsageError || error instanceof ConfigError, 2);
+  }
+  const logger = processLogger(config.logLevel, config.logFormat);
   // Loaded here so that token and migrate commands do not pay for loading the HTTP stack.
-  const { serve } = await import('./server.js');
-  await serve(config);
+  const { serve, StartupError } = await import('./server.js');
+  try {
+    await serve(config, logger);
+  } catch (error) {
+    throw fatal(logger, error, error instanceof StartupError, 1);
+  }
+}
+
+async function backupCommand(args: string[]): Promise<void> {
+  const { values } = parse(args, { ...DATABASE_OPTION, out: { type: 'string' }, force: { type: 'boolean' } });
+  if (values.help) return void console.log(HELP.backup);
+  if (values.out === undefined || values.out === '') throw new UsageError('backup needs --out FILE');
+  const { database } = loadDatabaseConfig(values['database-url']);
+  if (database.kind !== 'sqlite') {
+    throw new UsageError(
+      'backup copies SQLite stores; back up PostgreSQL with its own tools: pg_dump --format=custom --file=plantstore.dump "$DATABASE_URL" ' +
+        '(restore with pg_restore; see "Backups" in the README)',
+    );
+  }
+  console.error(`using ${describeStore(database)}`);
+  const { backupSqlite } = await import('./store/sqlite-backup.js');
+  const copy = await backupSqlite(database.path, values.out, { force: values.force ?? false });
+  console.log(`Backed up ${describeStore(database)} to ${copy.path}: ${copy.bytes} bytes, ${copy.plants} plants, integrity_check ok.`);
 }
 
 async function migrateCommand(args: string[]): Promise<void> {
@@ -382,6 +459,7 @@ async function webhookDeliveries(args: string[]): Promise<void> {
 const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   serve: serveCommand,
   migrate: migrateCommand,
+  backup: backupCommand,
   'token create': tokenCreate,
   'token list': tokenList,
   'token revoke': tokenRevoke,
@@ -422,6 +500,7 @@ export async function main(argv: string[]): Promise<number> {
     await command(group === undefined ? argv.slice(1) : rest);
     return 0;
   } catch (error) {
+    if (error instanceof LoggedError) return error.exitCode;
     const usage = error instanceof UsageError || error instanceof ConfigError || error instanceof TokenRequestError;
     console.error(`plantstore: ${(error as Error).message}`);
     return usage ? 2 : 1;

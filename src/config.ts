@@ -44,6 +44,9 @@ const RATE = /^([1-9]\d{0,8})\/(second|minute|hour)$/;
 const WINDOW_MS = { second: 1000, minute: 60_000, hour: 3_600_000 } as const;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+/** LOG_FORMAT: auto is pretty on a terminal, JSON otherwise (src/logger.ts decides). */
+export type LogFormatSetting = 'auto' | 'json' | 'pretty';
+const LOG_FORMATS: readonly LogFormatSetting[] = ['auto', 'json', 'pretty'];
 
 /**
  * The asymmetric signature algorithms a key set can verify. `none` and HMAC (HS256, HS384, HS512) are not
@@ -124,6 +127,15 @@ export const OPTIONS = [
     refusal: (value) => `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${value}"`,
     parse: (value) => value,
   }),
+  option(
+    'logFormat', 'LOG_FORMAT', 'auto',
+    'Log lines as json (one JSON object a line: numeric level, ISO time) or pretty (readable: time, level name, message); auto: pretty when stdout is a terminal, else JSON',
+    {
+      schema: Type.String({ enum: [...LOG_FORMATS] }),
+      refusal: (value) => `LOG_FORMAT must be one of ${LOG_FORMATS.join(', ')}, got "${value}"`,
+      parse: (value) => value as LogFormatSetting,
+    },
+  ),
   option(
     'database', 'DATABASE_URL', 'sqlite:./data/plantstore.db',
     'sqlite:PATH (relative to the working directory, or absolute) for the embedded store; postgres://… (or postgresql://…) for PostgreSQL',
@@ -415,9 +427,31 @@ export const DEFAULTS: Config = loadConfig({}, {});
 export function loadDatabaseConfig(
   databaseUrlFlag: string | undefined,
   env: NodeJS.ProcessEnv = process.env,
-): Pick<Config, 'database' | 'databasePoolSize' | 'databaseStartupTimeoutMs'> {
+): Pick<Config, 'database' | 'databasePoolSize' | 'databaseStartupTimeoutMs' | 'logFormat'> {
   const config = loadConfig({ 'database-url': databaseUrlFlag }, env);
-  return { database: config.database, databasePoolSize: config.databasePoolSize, databaseStartupTimeoutMs: config.databaseStartupTimeoutMs };
+  return {
+    database: config.database, databasePoolSize: config.databasePoolSize, databaseStartupTimeoutMs: config.databaseStartupTimeoutMs,
+    logFormat: config.logFormat,
+  };
+}
+
+/**
+ * LOG_LEVEL and LOG_FORMAT alone, each at its default when its own value is refused: how `serve` logs
+ * a configuration it refuses (which may be one of these two).
+ */
+export function loadLogConfig(
+  flags: Readonly<Record<string, string | undefined>>,
+  env: NodeJS.ProcessEnv = process.env,
+): Pick<Config, 'logLevel' | 'logFormat'> {
+  const one = <K extends 'logLevel' | 'logFormat'>(key: K): Config[K] => {
+    const o = OPTIONS.find((candidate) => candidate.key === key) as OptionInfo;
+    try {
+      return loadConfig({ [o.flag]: flags[o.flag] }, { [o.env]: env[o.env] })[key];
+    } catch {
+      return DEFAULTS[key];
+    }
+  };
+  return { logLevel: one('logLevel'), logFormat: one('logFormat') };
 }
 
 /** Any option of the table, seen through the fields every option has. */

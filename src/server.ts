@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp } from './app.js';
 import type { Config, DatabaseConfig } from './config.js';
-import { createLogger } from './logger.js';
 import { LateStore } from './http/readiness.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
@@ -15,8 +14,8 @@ const CLOSE_STORE_GRACE_MS = 5000;
 /** Signals that stop the server (with a drain). SIGHUP: the terminal running it was closed. */
 const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
 
-/** Start-up failed: the one line the CLI prints (after "plantstore: ") before it exits 1. */
-class StartupError extends Error {
+/** Start-up failed for a reason the operator has to fix: the CLI logs the message as one fatal line and exits 1. */
+export class StartupError extends Error {
   constructor(message: string) {
     super(message.replace(/\s*\n\s*/g, ' '));
   }
@@ -171,10 +170,10 @@ function stopOnSignals(
  *   an orchestrator sees a live process that is not ready yet.
  *
  * A failure to listen or to open the store rejects with a StartupError naming the port or the store;
- * everything opened so far is closed, so that the process can exit 1.
+ * everything opened so far is closed, so that the process can exit 1. `logger` is the process's
+ * (src/logger.ts), made by the CLI, which also logs a failed start-up with it.
  */
-export async function serve(config: Config): Promise<FastifyInstance | undefined> {
-  const logger = createLogger(config.logLevel);
+export async function serve(config: Config, logger: Logger): Promise<FastifyInstance | undefined> {
   const target: Target = { app: undefined, store: undefined, dispatcher: undefined };
   const signals = stopOnSignals(logger, target, config);
   /** Undefined when a signal came while the store opened: the shutdown it started ends the process. */

@@ -74,7 +74,7 @@ test('CLI mistakes are clear messages with a non-zero exit', async (t) => {
 test('--help documents every command and every serve option', async () => {
   const main = await runCli(['--help']);
   assert.equal(main.code, 0);
-  for (const word of ['serve', 'migrate', 'token create', 'token list', 'token revoke']) assert.match(main.stdout, new RegExp(word));
+  for (const word of ['serve', 'migrate', 'token create', 'token list', 'token revoke', 'backup --out FILE']) assert.match(main.stdout, new RegExp(word));
   const serve = await runCli(['serve', '--help']);
   for (const option of ['--port', '--host', '--log-level', '--database-url', '--rate-limit', 'PORT', 'HOST', 'LOG_LEVEL', 'DATABASE_URL', 'RATE_LIMIT']) {
     assert.match(serve.stdout, new RegExp(option));

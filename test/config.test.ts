@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { test } from 'node:test';
-import { allowedValues, ConfigError, configTableMarkdown, loadConfig, OPTIONS, type OptionInfo } from '../src/config.js';
+import { allowedValues, ConfigError, configTableMarkdown, loadConfig, loadLogConfig, OPTIONS, type OptionInfo } from '../src/config.js';
 
 test('defaults: port 8080 on 127.0.0.1, info logs, ./data/plantstore.db, rate limit off', () => {
   assert.deepEqual(loadConfig({}, {}), {
     port: 8080,
     host: '127.0.0.1',
     logLevel: 'info',
+    logFormat: 'auto',
     database: { kind: 'sqlite', path: resolve('data/plantstore.db') },
     databasePoolSize: 10,
     databaseStartupTimeoutMs: 30_000,
@@ -70,6 +71,7 @@ test('invalid settings are refused with a message naming the variable', () => {
     [{ PORT: '80a' }, /PORT/],
     [{ HOST: '' }, /HOST/],
     [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
+    [{ LOG_FORMAT: 'xml' }, /LOG_FORMAT must be one of auto, json, pretty, got "xml"/],
     [{ DATABASE_URL: 'mysql://db/plants' }, /DATABASE_URL/],
     [{ DATABASE_URL: 'postgres:db' }, /DATABASE_URL/],
     [{ DATABASE_POOL_SIZE: '0' }, /DATABASE_POOL_SIZE/],
@@ -141,4 +143,16 @@ test('numbers are plain decimal digits: no sign, space, exponent or hex, whateve
   assert.equal(loadConfig({}, { PORT: '00080' }).port, 80);
   // node:net takes an IPv6 zone id; so does the setting.
   assert.equal(loadConfig({}, { TRUST_PROXY: 'fe80::1%eth0' }).trustProxy, 'fe80::1%eth0');
+});
+
+test('LOG_FORMAT takes auto (the default), json or pretty, from the environment or --log-format', () => {
+  assert.equal(loadConfig({}, { LOG_FORMAT: 'json' }).logFormat, 'json');
+  assert.equal(loadConfig({ 'log-format': 'pretty' }, { LOG_FORMAT: 'json' }).logFormat, 'pretty');
+  assert.equal(loadConfig({}, { LOG_FORMAT: 'auto' }).logFormat, 'auto');
+});
+
+test('the log settings of a refused configuration: each valid one as given, a refused one at its default', () => {
+  assert.deepEqual(loadLogConfig({}, { LOG_FORMAT: 'pretty', LOG_LEVEL: 'warn', PORT: 'http' }), { logFormat: 'pretty', logLevel: 'warn' });
+  assert.deepEqual(loadLogConfig({ 'log-format': 'json' }, { LOG_FORMAT: 'pretty', LOG_LEVEL: 'loud' }), { logFormat: 'json', logLevel: 'info' });
+  assert.deepEqual(loadLogConfig({ 'log-format': 'xml' }, { LOG_LEVEL: 'error' }), { logFormat: 'auto', logLevel: 'error' });
 });

@@ -15,6 +15,26 @@ function environment(overrides: Env): NodeJS.ProcessEnv {
   return env;
 }
 
+export interface LogLine {
+  readonly level: number;
+  readonly time: string;
+  readonly msg: string;
+  readonly [field: string]: unknown;
+}
+
+/** The JSON log lines of `out`; a line that is not JSON fails the test (every line the server writes is one). */
+export function logLines(out: string): LogLine[] {
+  return out.split('\n').filter(Boolean).map((line) => JSON.parse(line) as LogLine);
+}
+
+/** pino's number for fatal: the one line a failed start-up logs. */
+export const FATAL = 60;
+
+/** The messages of the fatal lines of `out`, one a line ('' when there are none). */
+export function fatalMessages(out: string): string {
+  return logLines(out).filter((l) => l.level === FATAL).map((l) => l.msg).join('\n');
+}
+
 export interface CliResult {
   code: number | null;
   stdout: string;
@@ -61,6 +81,8 @@ export interface SpawnedServer extends Omit<ServerProcess, 'url'> {
   readonly ready: Promise<string>;
   /** Everything written to stderr so far. */
   errors(): string;
+  /** The messages of the fatal log lines so far (why start-up failed), one a line. */
+  fatal(): string;
 }
 
 /** Spawns `plantstore serve` on a free port, without waiting for it to listen. */
@@ -99,6 +121,7 @@ export function spawnServer(t: TestContext, env: Env, cwd?: string): SpawnedServ
     exited,
     logs: () => out,
     errors: () => err,
+    fatal: () => fatalMessages(out),
     async stop(signal = 'SIGTERM') {
       child.kill(signal);
       return exited;

@@ -162,6 +162,8 @@ test('a second SIGTERM ends the process at once, exit 1', async (t) => {
   server.child.kill('SIGTERM');
   assert.equal(await server.exited, 1);
   assert.ok(Date.now() - second < 3000);
+  // Logged just before process.exit(1): the asynchronous log destination is flushed on the way out.
+  assert.match(server.logs(), /"level":50,.*"msg":"second signal: exiting at once"/);
 });
 
 interface LoadResult {

@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { runCli, spawnServer, type CliResult } from './process.js';
+import { FATAL, logLines, runCli, spawnServer, type CliResult } from './process.js';
 
 /** A start-up that fails must fail at once; one still running after this is a hang. */
 const HANG_MS = 15_000;
@@ -21,21 +21,27 @@ function scratch(t: TestContext): string {
   return dir;
 }
 
-/** Exit code 1, exactly one line on stderr matching `line`, and nothing that says it listened. */
+/**
+ * Exit code 1, exactly one fatal log line, matching `line`, and no other line at error level or above;
+ * nothing on stderr; nothing that says it listened.
+ */
 function assertFailedStartup(result: CliResult, line: RegExp, label: string): void {
   assert.notEqual(result.code, null, `${label}: still running after ${HANG_MS} ms (killed); output: ${result.stdout}${result.stderr}`);
-  assert.equal(result.code, 1, `${label}: exit code; stderr: ${result.stderr}`);
-  const lines = result.stderr.trimEnd().split('\n');
-  assert.equal(lines.length, 1, `${label}: one line on stderr, got: ${result.stderr}`);
-  assert.match(lines[0] ?? '', line, label);
-  assert.doesNotMatch(result.stdout, /listening|ready/i, `${label}: nothing says it listened`);
+  assert.equal(result.code, 1, `${label}: exit code; output: ${result.stdout}${result.stderr}`);
+  assert.equal(result.stderr, '', `${label}: nothing on stderr`);
+  const errors = logLines(result.stdout).filter((l) => l.level >= 50);
+  assert.deepEqual(errors.map((l) => l.level), [FATAL], `${label}: one fatal line, got: ${result.stdout}`);
+  assert.match(errors[0]?.msg ?? '', line, label);
+  // Not the whole output: the fatal line itself may say "already in use".
+  const others = logLines(result.stdout).filter((l) => l.level < 50);
+  assert.deepEqual(others.filter((l) => /listening|ready/i.test(l.msg)), [], `${label}: nothing says it listened`);
 }
 
 function pathPattern(path: string): RegExp {
-  return new RegExp(`^plantstore: .*${path.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`);
+  return new RegExp(`${path.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`);
 }
 
-test('a SQLite store that is a directory, or under a regular file, ends start-up at once: exit 1, one line naming the path, never "listening"', async (t) => {
+test('a SQLite store that is a directory, or under a regular file, ends start-up at once: exit 1, one fatal line naming the path, never "listening"', async (t) => {
   const dir = scratch(t);
   const file = join(dir, 'a-file');
   writeFileSync(file, 'not a folder');
@@ -47,24 +53,24 @@ test('a SQLite store that is a directory, or under a regular file, ends start-up
   }
 });
 
-test('a port already in use ends start-up: exit 1, one line naming the address, never "listening"', async (t) => {
+test('a port already in use ends start-up: exit 1, one fatal line naming the address, never "listening"', async (t) => {
   const taken = createServer();
   taken.listen(0, '127.0.0.1');
   await once(taken, 'listening');
   t.after(() => taken.close());
   const port = (taken.address() as { port: number }).port;
   const result = await serveUntilExit(['--port', String(port)], { DATABASE_URL: `sqlite:${join(scratch(t), 'p.db')}` });
-  assertFailedStartup(result, new RegExp(`^plantstore: cannot listen on 127\\.0\\.0\\.1:${port}: .*in use.*EADDRINUSE`), 'EADDRINUSE');
+  assertFailedStartup(result, new RegExp(`^cannot listen on 127\\.0\\.0\\.1:${port}: .*in use.*EADDRINUSE`), 'EADDRINUSE');
 });
 
 test('an address that is not this machine\'s, or a host name that does not resolve, ends start-up with exit 1', async (t) => {
   const database = `sqlite:${join(scratch(t), 'h.db')}`;
   // 192.0.2.0/24 is TEST-NET-1 (RFC 5737): never assigned to a machine.
   const notOurs = await serveUntilExit(['--port', '0', '--host', '192.0.2.1'], { DATABASE_URL: database });
-  assertFailedStartup(notOurs, /^plantstore: cannot listen on 192\.0\.2\.1:0: .*EADDRNOTAVAIL/, 'EADDRNOTAVAIL');
+  assertFailedStartup(notOurs, /^cannot listen on 192\.0\.2\.1:0: .*EADDRNOTAVAIL/, 'EADDRNOTAVAIL');
   // .invalid never resolves (RFC 6761 §6.4).
   const unknown = await serveUntilExit(['--port', '0'], { DATABASE_URL: database, HOST: 'no-such-host.invalid' });
-  assertFailedStartup(unknown, /^plantstore: cannot listen on no-such-host\.invalid:0: /, 'unresolvable HOST');
+  assertFailedStartup(unknown, /^cannot listen on no-such-host\.invalid:0: /, 'unresolvable HOST');
 });
 
 test('SIGTERM while start-up waits for PostgreSQL ends the process at once, exit 0', async (t) => {

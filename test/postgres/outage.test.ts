@@ -125,7 +125,7 @@ test('start-up gives up after DATABASE_STARTUP_TIMEOUT with a clear message and 
   await proxy.set('refuse');
   const server = spawnServer(t, { DATABASE_URL: proxy.via(db.url), DATABASE_STARTUP_TIMEOUT: '2s' });
   assert.equal(await server.exited, 1);
-  assert.match(server.errors(), new RegExp(`PostgreSQL at 127.0.0.1:${proxy.port}/test did not accept connections within 2s`));
+  assert.match(server.fatal(), new RegExp(`PostgreSQL at 127.0.0.1:${proxy.port}/test did not accept connections within 2s`));
 });
 
 /**
@@ -232,13 +232,13 @@ test('start-up with a login the database refuses exits 1 at once, saying why; a 
   const started = Date.now();
   assert.equal(await refused.exited, 1);
   assert.ok(Date.now() - started < 30_000, 'did not wait for the start-up timeout');
-  assert.match(refused.errors(), /not permitted to log in/);
+  assert.match(refused.fatal(), /not permitted to log in/);
 
   // Connections not allowed (55000) is a state an operator sets and lifts: start-up waits it out.
   await adminSql(admin, `ALTER ROLE ${role} LOGIN`);
   const waiting = spawnServer(t, env);
   while (!waiting.logs().includes('waiting for PostgreSQL')) {
-    assert.equal(waiting.child.exitCode, null, `start-up gave up instead of waiting: ${waiting.errors()}`);
+    assert.equal(waiting.child.exitCode, null, `start-up gave up instead of waiting: ${waiting.logs()}`);
     await sleep(50);
   }
   assert.match(waiting.logs(), /does not allow connections|not currently accepting connections/);

@@ -28,6 +28,6 @@ test('a SQLite path that is a directory, or that has a file where a directory sh
 test('plantstore serve on sqlite:/proc/nope/x.db exits 1 at once, naming the path (it used to spin at 100% CPU, deaf to SIGTERM)', async (t) => {
   const server = spawnServer(t, { DATABASE_URL: 'sqlite:/proc/nope/x.db' });
   const code = await exitCode(server.exited);
-  assert.equal(code, 1, server.errors());
-  assert.match(server.errors(), /cannot create the directory \/proc\/nope for the SQLite store \/proc\/nope\/x\.db: ENOENT/);
+  assert.equal(code, 1, server.logs());
+  assert.match(server.fatal(), /cannot create the directory \/proc\/nope for the SQLite store \/proc\/nope\/x\.db: ENOENT/);
 });

@@ -63,7 +63,7 @@ test('plantstore serve on a corrupt store exits non-zero at start and says which
     const server = spawnServer(t, { DATABASE_URL: `sqlite:${path}` });
     const code = await exitCode(server.exited);
     assert.ok(code !== 0 && code !== null && code !== 'still running', `${damage}: exit code ${String(code)}`);
-    assert.match(server.errors(), new RegExp(`the SQLite store ${path} is not a valid database or is corrupt`), damage);
+    assert.match(server.fatal(), new RegExp(`the SQLite store ${path} is not a valid database or is corrupt`), damage);
     assert.doesNotMatch(server.logs(), /plantstore ready/, damage);
   }
 });

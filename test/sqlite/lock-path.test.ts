@@ -55,7 +55,7 @@ test('a second plantstore serve through a symlink to the same store exits 1 and 
   const first = await startServer(t, { DATABASE_URL: `sqlite:${path}` });
   const second = spawnServer(t, { DATABASE_URL: `sqlite:${join(dir, 'link.db')}` });
   assert.equal(await exitCode(second.exited), 1);
-  assert.match(second.errors(), new RegExp(`another plantstore server is serving ${join(dir, 'link.db')}`));
+  assert.match(second.fatal(), new RegExp(`another plantstore server is serving ${join(dir, 'link.db')}`));
   assert.equal((await fetch(`${first.url}/healthz`)).status, 200);
   assert.equal(await first.stop(), 0);
 });

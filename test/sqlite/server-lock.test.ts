@@ -29,7 +29,7 @@ test('a second plantstore serve on the same SQLite store exits 1 and says why; t
   const first = await startServer(t, { DATABASE_URL: url });
   const second = spawnServer(t, { DATABASE_URL: url });
   assert.equal(await second.exited, 1);
-  assert.match(second.errors(), /another plantstore server is serving/);
+  assert.match(second.fatal(), /another plantstore server is serving/);
   assert.doesNotMatch(second.logs(), /listening/i, 'the second server never said it was listening');
   const token = (await runCli(['token', 'create', '--user', 'alice'], { DATABASE_URL: url })).stdout.trim();
   assert.equal((await fetch(`${first.url}/plants`, { headers: { authorization: `Bearer ${token}` } })).status, 200);

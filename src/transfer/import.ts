@@ -73,7 +73,7 @@ function write(transfer: StoreTransfer, batch: Pending, skip: boolean): Promise<
  * a record already stored with the same content is left alone, running the same import again finishes
  * the job. A file cut short is found when it ends (the header's counts), after what it held was written.
  */
-export async function importStore(store: TransferableStore, input: AsyncIterable<Buffer | string>, options: ImportOptions): Promise<ImportSummary> {
+export async function importStore(store: TransferableStore, input: AsyncIterable<Buffer | string> | Iterable<Buffer | string>, options: ImportOptions): Promise<ImportSummary> {
   const started = performance.now();
   const transfer = store.transfer();
   const lines = readLines(input);

@@ -12,7 +12,7 @@ const NEWLINE = 0x0a;
  * byte or not at all. Whole runs of complete lines are checked and decoded at once (a line is never
  * split inside a character that way); memory stays within one chunk and one unfinished line.
  */
-export async function* readLines(input: AsyncIterable<Buffer | string>): AsyncGenerator<{ text: string; number: number }> {
+export async function* readLines(input: AsyncIterable<Buffer | string> | Iterable<Buffer | string>): AsyncGenerator<{ text: string; number: number }> {
   let carry: Buffer = Buffer.alloc(0);
   let number = 0;
   const decode = (bytes: Buffer) => {

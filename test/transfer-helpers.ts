@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
@@ -11,6 +12,7 @@ import type { Store } from '../src/store/store.js';
 import { exportStore, type ExportSummary } from '../src/transfer/export.js';
 import { importStore, type ImportSummary } from '../src/transfer/import.js';
 import { fileSink } from '../src/transfer/sink.js';
+import { issueToken } from '../src/tokens.js';
 import { allPages, bearer, create, silentLogger } from './helpers.js';
 
 /** A directory removed when the test ends. */
@@ -102,4 +104,31 @@ export async function apiView(app: FastifyInstance, admin: string, users: readon
     view[url] = res.body;
   }
   return view;
+}
+
+const register = (app: FastifyInstance, token: string, body: object) =>
+  app.inject({ method: 'POST', url: '/webhooks', headers: { ...bearer(token), 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+
+/**
+ * A store with every edge the move must keep: the edge plants of two users, an admin, a token that
+ * expires later, a revoked and an expired one, an endpoint of one user and one for all users (so every
+ * plant queued events), and one event claimed (it moves as due). The app must allow private webhooks.
+ */
+export async function seedEdgeStore(app: FastifyInstance, store: Store) {
+  const token = async (user: string, options: { admin?: boolean; expiresInMs?: number } = {}) => (await issueToken(store, { user, ...options })).secret;
+  const admin = await token('root', { admin: true });
+  const alice = await token('alice');
+  const bob = await token('bob', { expiresInMs: 86_400_000 });
+  const revoked = await token('carol');
+  const expired = await token('dave', { expiresInMs: 1 });
+  const carol = (await store.listTokens('carol'))[0]?.id as number;
+  assert.ok(await store.revokeToken(carol));
+  assert.equal((await register(app, alice, { url: 'http://127.0.0.1:9/alice', description: 'garden \u2028 sync 🌱' })).statusCode, 201);
+  assert.equal((await register(app, admin, { url: 'http://127.0.0.1:9/all' })).statusCode, 201);
+  await createEdgePlants(app, alice);
+  await createEdgePlants(app, bob, ' (bob)');
+  const claimed = await store.claimDeliveries({ instance: 'i1', limit: 1, perEndpoint: 1, busy: [], leaseMs: 3_600_000 });
+  assert.equal(claimed.length, 1);
+  await sleep(5); // dave's token has expired
+  return { admin, alice, bob, revoked, expired, claimedEventId: claimed[0]?.eventId as string };
 }

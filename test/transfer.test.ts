@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import { openTransferStore } from '../src/store/open.js';
 import { ImportConflictError } from '../src/transfer/import.js';
@@ -9,28 +8,11 @@ import { exportStore } from '../src/transfer/export.js';
 import { fileSink } from '../src/transfer/sink.js';
 import { issueToken } from '../src/tokens.js';
 import { bearer, create, list, silentLogger, testApp, testDatabase } from './helpers.js';
-import { apiView, appOn, createEdgePlants, exportTo, importFrom, records, tempDir } from './transfer-helpers.js';
-
-const register = (app: Parameters<typeof create>[0], token: string, body: object) =>
-  app.inject({ method: 'POST', url: '/webhooks', headers: { ...bearer(token), 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+import { apiView, appOn, exportTo, importFrom, records, seedEdgeStore, tempDir } from './transfer-helpers.js';
 
 test('export then import into a fresh store keeps every plant in order with its exact id and bytes, tokens, endpoints and pending events', async (t) => {
   const source = await testApp(t, { webhookAllowPrivate: true });
-  const admin = await source.token('root', { admin: true });
-  const alice = await source.token('alice');
-  const bob = await source.token('bob', { expiresInMs: 86_400_000 });
-  const revoked = await source.token('carol');
-  const expired = await source.token('dave', { expiresInMs: 1 });
-  const carolId = (await source.store.listTokens('carol'))[0]?.id as number;
-  assert.ok(await source.store.revokeToken(carolId));
-  assert.equal((await register(source.app, alice, { url: 'http://127.0.0.1:9/alice', description: 'garden \u2028 sync 🌱' })).statusCode, 201);
-  assert.equal((await register(source.app, admin, { url: 'http://127.0.0.1:9/all' })).statusCode, 201);
-  await createEdgePlants(source.app, alice);
-  await createEdgePlants(source.app, bob, ' (bob)');
-  // A claimed event moves as due again, its attempt counted.
-  const claimed = await source.store.claimDeliveries({ instance: 'i1', limit: 1, perEndpoint: 1, busy: [], leaseMs: 3_600_000 });
-  assert.equal(claimed.length, 1);
-  await sleep(5); // dave's token has expired
+  const { admin, alice, bob, revoked, expired, claimedEventId } = await seedEdgeStore(source.app, source.store);
   const before = await apiView(source.app, admin, [alice, bob]);
 
   const dir = tempDir(t);
@@ -52,7 +34,7 @@ test('export then import into a fresh store keeps every plant in order with its 
   assert.ok(lines.includes(`{"type":"plant","owner":"alice","id":9223372036854775807,"name":"🌵𝒳 astral"}`), 'exact id, no tag when absent');
   assert.ok(lines.some((l) => l.startsWith('{"type":"plant","owner":"alice","id":9007199254740993,')));
   assert.ok(lines.some((l) => l.startsWith('{"type":"plant","owner":"alice","id":-9223372036854775808,') && l.endsWith(',"tag":""}')));
-  const claimedLine = JSON.parse(lines.find((l) => l.includes(claimed[0]?.eventId as string)) as string);
+  const claimedLine = JSON.parse(lines.find((l) => l.includes(claimedEventId)) as string);
   assert.equal(claimedLine.attempts, 1);
   assert.equal(claimedLine.nextAttemptAt, header.exportedAt, 'a claimed event is due at the snapshot');
 

@@ -7,7 +7,7 @@ import { ImportConflictError } from '../src/transfer/import.js';
 import { exportStore } from '../src/transfer/export.js';
 import { fileSink } from '../src/transfer/sink.js';
 import { issueToken } from '../src/tokens.js';
-import { bearer, create, list, silentLogger, testApp, testDatabase } from './helpers.js';
+import { bearer, create, errorBody, list, silentLogger, testApp, testDatabase } from './helpers.js';
 import { apiView, appOn, exportTo, importFrom, records, seedEdgeStore, tempDir } from './transfer-helpers.js';
 
 test('export then import into a fresh store keeps every plant in order with its exact id and bytes, tokens, endpoints and pending events', async (t) => {
@@ -56,7 +56,9 @@ test('export then import into a fresh store keeps every plant in order with its 
   // A cursor is a position in one store: one from before the move does not open here.
   const link = (await list(source.app, alice, '?limit=1')).headers.link as string;
   const cursorUrl = /^<([^>]+)>/.exec(link)?.[1] as string;
-  assert.equal((await app.inject({ method: 'GET', url: cursorUrl, headers: bearer(alice) })).statusCode, 400);
+  const stale = await app.inject({ method: 'GET', url: cursorUrl, headers: bearer(alice) });
+  assert.equal(stale.statusCode, 400);
+  assert.equal(errorBody(stale).error, 40003);
 });
 
 test('importing twice changes nothing, and a store that has other plants gets the file\'s after its own', async (t) => {

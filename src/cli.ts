@@ -9,7 +9,7 @@ import { deliveryView } from './webhooks/views.js';
 import { descriptionProblem, endpointUrlProblem, registerWebhook, WebhookRequestError } from './webhooks/register.js';
 import type { Logger } from 'pino';
 import { processLogger } from './logger.js';
-import { openStore } from './store/open.js';
+import { openStore, openTransferStore, type OpenOptions } from './store/open.js';
 import type { Store } from './store/store.js';
 import { parseDuration } from './domain/duration.js';
 import { issueToken, REVOCATION_WITHIN_MS, TokenRequestError, tokenStatus as status } from './tokens.js';
@@ -39,6 +39,8 @@ Commands:
   webhook list          List webhook endpoints (never their secrets)
   webhook remove ID     Remove a webhook endpoint
   webhook deliveries ID Show an endpoint's latest delivery attempts
+  export [--out FILE]   Write the whole store as NDJSON (a backup, or a move to another store)
+  import FILE           Load an export into the store (SQLite or PostgreSQL)
   backup --out FILE     Copy a SQLite store to FILE, consistently, while the server runs (PostgreSQL: pg_dump)
 
 Options:
@@ -105,6 +107,27 @@ webhook signing secrets: keep it as safe as the store. Prints the file, its size
 To restore: stop the server, then point DATABASE_URL at the copy, or move the copy over the store file
 (removing the old store's -wal and -shm files first). On PostgreSQL use pg_dump and pg_restore (README,
 "Backups").`,
+  export: `Usage: plantstore export [--out FILE] [--database-url URL]
+
+  --out FILE          Where to write; default (or -): stdout, which must not be a terminal
+  --database-url URL  The store to export; default: DATABASE_URL, else sqlite:./data/plantstore.db
+
+Writes every plant (with its owner and exact id), token (its hash; no secret exists), webhook endpoint
+(with its signing secret) and pending webhook event, in creation order, from one snapshot: NDJSON with a
+header line. FILE appears only once complete and on disk, with mode 0600: it holds webhook secrets, so
+keep it as private as the store. The store may serve requests meanwhile. The summary goes to stderr.
+See README "Moving between stores (export and import)".`,
+  import: `Usage: plantstore import FILE [--skip-conflicts] [--database-url URL]
+
+  FILE                A file written by "plantstore export"; - reads stdin
+  --skip-conflicts    Keep what the store holds where a record's key is stored with other content,
+                      and import the rest (default: stop at the first such batch, exit 1)
+  --database-url URL  The store to load into (SQLite or PostgreSQL); default: DATABASE_URL, else
+                      sqlite:./data/plantstore.db
+
+Loads in batches of 1,000 in file order, each committed on its own, keeping ids, hashes, secrets and
+times. A record already stored with the same content is left alone, so importing twice changes nothing
+and a failed import can be run again. Stop the SQLite store's server first (an import holds its lock).`,
 };
 
 /** Width of `serve --help`: the terminal's when it is narrower, so that nothing wraps mid-column. */
@@ -172,12 +195,22 @@ export function describeStore(database: DatabaseConfig): string {
   return url.toString();
 }
 
-async function withStore<T>(databaseUrl: string | undefined, use: (store: Store) => Promise<T>): Promise<T> {
+function withStore<T>(databaseUrl: string | undefined, use: (store: Store) => Promise<T>): Promise<T> {
+  return withOpenedStore(databaseUrl, openStore, use);
+}
+
+async function withOpenedStore<S extends Store, T>(
+  databaseUrl: string | undefined,
+  open: (location: DatabaseConfig, options: OpenOptions) => Promise<S>,
+  use: (store: S) => Promise<T>,
+  { mustExist = false } = {},
+): Promise<T> {
   const config = loadDatabaseConfig(databaseUrl);
   // A relative default means a CLI run from another directory finds another store, or makes a new one
   // whose tokens the server never sees: say which store this is, and when it is new.
   console.error(`using ${describeStore(config.database)}`);
   if (config.database.kind === 'sqlite' && !existsSync(config.database.path)) {
+    if (mustExist) throw new Error(`no store at ${config.database.path}: there is nothing to export`);
     console.error(
       `no store at ${config.database.path} yet: creating a new one (a server started in another directory, ` +
         'or with another DATABASE_URL, will not see it)',
@@ -185,7 +218,7 @@ async function withStore<T>(databaseUrl: string | undefined, use: (store: Store)
   }
   // Progress (waiting for PostgreSQL) goes to stderr, so stdout carries only the command's output.
   const logger = processLogger('info', config.logFormat, { fd: 2, sync: true });
-  const store = await openStore(config.database, {
+  const store = await open(config.database, {
     logger,
     poolSize: 1,
     startupTimeoutMs: config.databaseStartupTimeoutMs,
@@ -456,6 +489,41 @@ async function webhookDeliveries(args: string[]): Promise<void> {
   ]);
 }
 
+async function exportCommand(args: string[]): Promise<void> {
+  const { values } = parse(args, { ...DATABASE_OPTION, out: { type: 'string' } });
+  if (values.help) return void console.log(HELP.export);
+  const out = values.out ?? '-';
+  if (out === '') throw new UsageError('--out needs a file name (or - for stdout)');
+  if (out === '-' && process.stdout.isTTY) {
+    throw new UsageError('export writes the whole store, webhook secrets included, to stdout: redirect it to a file, or give --out FILE');
+  }
+  const { runExport } = await import('./transfer/export.js');
+  await withOpenedStore(
+    values['database-url'],
+    (location, options) => openTransferStore(location, { ...options, importing: false }),
+    (store) => runExport(store, out, (line) => console.error(line)),
+    { mustExist: true },
+  );
+}
+
+async function importCommand(args: string[]): Promise<void> {
+  const { values, positionals } = parse(args, { ...DATABASE_OPTION, 'skip-conflicts': { type: 'boolean' } }, true);
+  if (values.help) return void console.log(HELP.import);
+  const [path, ...extra] = positionals;
+  if (path === undefined || path === '' || extra.length > 0) throw new UsageError('import needs one FILE (written by "plantstore export"; - for stdin)');
+  const { openImportFile, runImport } = await import('./transfer/import.js');
+  const file = await openImportFile(path);
+  try {
+    await withOpenedStore(
+      values['database-url'],
+      (location, options) => openTransferStore(location, { ...options, importing: true }),
+      (store) => runImport(store, file, { skipConflicts: values['skip-conflicts'] ?? false, log: (line) => console.error(line) }),
+    );
+  } finally {
+    await file.close();
+  }
+}
+
 const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   serve: serveCommand,
   migrate: migrateCommand,
@@ -467,6 +535,8 @@ const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   'webhook list': webhookList,
   'webhook remove': webhookRemove,
   'webhook deliveries': webhookDeliveries,
+  export: exportCommand,
+  import: importCommand,
 };
 
 /** Commands with subcommands ("token create"), each with a help of its own. */

@@ -3,6 +3,7 @@ import { cacheLists } from './list-cache.js';
 import { openPostgresStore } from './postgres.js';
 import { openSqliteStore } from './sqlite.js';
 import type { Store } from './store.js';
+import type { TransferableStore } from './transfer.js';
 
 /** Where a store is (config.ts parses DATABASE_URL into this; store/ imports nothing of config). */
 export type StoreLocation = { readonly kind: 'sqlite'; readonly path: string } | { readonly kind: 'postgres'; readonly url: string };
@@ -38,6 +39,24 @@ export async function openStore(location: StoreLocation, options: OpenOptions): 
       });
       return server ? cacheLists(store, options.listCachePlants ?? 0) : store;
     }
+    case 'postgres':
+      return openPostgresStore({ url: location.url, ...options });
+  }
+}
+
+/**
+ * A store for `plantstore export` and `import` (src/transfer/), never behind the list cache. An import
+ * into SQLite holds the server lock, as a server does: the plants it writes would go stale in a running
+ * server's list cache, which relies on being their only writer (see README).
+ */
+export async function openTransferStore(location: StoreLocation, options: OpenOptions & { readonly importing: boolean }): Promise<TransferableStore> {
+  switch (location.kind) {
+    case 'sqlite':
+      return openSqliteStore(location.path, {
+        ...(options.queryTimeoutMs === undefined ? {} : { busyTimeoutMs: options.queryTimeoutMs }),
+        server: options.importing,
+        logger: options.logger,
+      });
     case 'postgres':
       return openPostgresStore({ url: location.url, ...options });
   }

@@ -12,8 +12,10 @@ import type {
 } from '../domain/webhook.js';
 import {
   StoreUnavailableError,
-  type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type RateCount, type Store, type TokenRecord,
+  type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type RateCount, type TokenRecord,
 } from './store.js';
+import { PostgresTransfer } from './postgres-transfer.js';
+import type { StoreTransfer, TransferableStore } from './transfer.js';
 
 export interface PostgresOptions {
   readonly url: string;
@@ -44,6 +46,7 @@ const POSTGRES: Dialect = {
   scopesOf: (stored) => stored as string[],
   flag: (value) => value,
   flagOf: (stored) => stored as boolean,
+  explicitIdentity: 'OVERRIDING SYSTEM VALUE',
 };
 const SQL = statements(POSTGRES);
 
@@ -83,7 +86,7 @@ function describe(url: string): string {
   return `${u.hostname}:${u.port || '5432'}${u.pathname}`;
 }
 
-export async function openPostgresStore(options: PostgresOptions): Promise<Store> {
+export async function openPostgresStore(options: PostgresOptions): Promise<TransferableStore> {
   const queryTimeout = options.queryTimeoutMs ?? QUERY_TIMEOUT_MS;
   const pool = new pg.Pool({
     connectionString: options.url,
@@ -214,7 +217,7 @@ type TxQuery = <R extends pg.QueryResultRow>(name: string, text: string, values:
 /** Rows per INSERT: large enough to share one commit widely, small enough to keep a statement quick. */
 const MAX_BATCH = 500;
 
-class PostgresStore implements Store {
+class PostgresStore implements TransferableStore {
   readonly backend = 'postgres';
   readonly #pool: pg.Pool;
   #pending: PendingCreate[] = [];
@@ -678,6 +681,11 @@ class PostgresStore implements Store {
 
   async ping(): Promise<void> {
     await this.#query('ping', 'SELECT 1', []);
+  }
+
+  /** For `plantstore export` and `import`. */
+  transfer(): StoreTransfer {
+    return new PostgresTransfer(this.#pool, POSTGRES);
   }
 
   async close(): Promise<void> {

@@ -23,6 +23,11 @@ export interface Dialect {
   scopesOf(stored: unknown): readonly string[];
   flag(value: boolean): unknown;
   flagOf(stored: unknown): boolean;
+  /**
+   * What an INSERT says, before VALUES or SELECT, to give an identity column a value of its own (an
+   * import keeping a token's id): PostgreSQL's OVERRIDING SYSTEM VALUE; nothing in SQLite.
+   */
+  readonly explicitIdentity: string;
 }
 
 /** The four shapes of a list query, each with its own index (see the migrations). */

@@ -15,11 +15,13 @@ import {
 import { currentUser, isBusy, isUnwritable, named, openFailure, storeError } from './sqlite-errors.js';
 import { identityOf, prepareStorePath, quickCheck, takeServerLock, watchIdentity } from './sqlite-file.js';
 import { FIRST_RETRY_MS, MAX_RETRY_MS, WriteQueue } from './sqlite-queue.js';
+import { SqliteTransfer } from './sqlite-transfer.js';
 import { SqliteWebhooks } from './sqlite-webhooks.js';
 import {
   StoreUnavailableError,
   type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type RateCount, type TokenRecord, type CacheableStore,
 } from './store.js';
+import type { StoreTransfer, TransferableStore } from './transfer.js';
 
 export { StoreLockedError } from './sqlite-file.js';
 
@@ -34,6 +36,7 @@ const SQLITE: Dialect = {
   scopesOf: (stored) => (stored as string).split(' '),
   flag: (value) => (value ? 1 : 0),
   flagOf: (stored) => stored === 1,
+  explicitIdentity: '',
 };
 const SQL = statements(SQLITE);
 
@@ -80,7 +83,7 @@ async function whenNotBusy<T>(what: () => T, deadline: number): Promise<T> {
 export async function openSqliteStore(
   path: string,
   { busyTimeoutMs = BUSY_TIMEOUT_MS, server = false, logger }: SqliteOptions = {},
-): Promise<CacheableStore> {
+): Promise<CacheableStore & TransferableStore> {
   const realPath = prepareStorePath(path);
   const lock = server ? takeServerLock(path, realPath) : undefined;
   let db: Database.Database | undefined;
@@ -135,7 +138,7 @@ interface StoreFile {
   readonly logger: Logger | undefined;
 }
 
-class SqliteStore implements CacheableStore {
+class SqliteStore implements CacheableStore, TransferableStore {
   readonly backend = 'sqlite';
   readonly #db: Database.Database;
   readonly #lock: Database.Database | undefined;
@@ -445,6 +448,11 @@ class SqliteStore implements CacheableStore {
     } catch (error) {
       throw storeError(error);
     }
+  }
+
+  /** For `plantstore export` and `import`, on a handle used for nothing else meanwhile. */
+  transfer(): StoreTransfer {
+    return new SqliteTransfer(this.#db, SQLITE, (run) => this.#writes.add(run));
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,68 @@
+import type { Snapshot, TransferableStore, TransferCounts } from '../store/transfer.js';
+import { eventLine, headerLine, plantLine, tokenLine, webhookLine } from './format.js';
+import { fileSink, streamSink, type Sink } from './sink.js';
+
+export interface ExportSummary {
+  readonly counts: TransferCounts;
+  readonly exportedAt: Date;
+  readonly seconds: number;
+}
+
+/** Writes each batch's lines and counts them. */
+async function writeAll<T>(batches: AsyncIterable<readonly T[]>, line: (record: T) => string, sink: Sink): Promise<number> {
+  let n = 0;
+  for await (const batch of batches) {
+    for (const record of batch) await sink.write(line(record));
+    n += batch.length;
+  }
+  return n;
+}
+
+/**
+ * `plantstore export`: the header, then every plant, token, webhook endpoint and pending event of one
+ * snapshot (README "Moving between stores (export and import)"). The sink is finished only when every line was written
+ * and the lines matched the header's counts; otherwise it is aborted, and the error thrown.
+ */
+export async function exportStore(store: TransferableStore, sink: Sink): Promise<ExportSummary> {
+  const started = performance.now();
+  try {
+    const { counts, exportedAt } = await store.transfer().readSnapshot(async (s: Snapshot) => {
+      await sink.write(headerLine(store.backend, s.takenAt, s.counts));
+      const written: TransferCounts = {
+        plants: await writeAll(s.plants(), plantLine, sink),
+        tokens: await writeAll(s.tokens(), tokenLine, sink),
+        webhooks: await writeAll(s.webhooks(), webhookLine, sink),
+        events: await writeAll(s.events(), eventLine, sink),
+      };
+      // One snapshot: a difference means the store changed under it, and the file would not be one moment.
+      for (const kind of Object.keys(written) as Array<keyof TransferCounts>) {
+        if (written[kind] !== s.counts[kind]) {
+          throw new Error(`the snapshot counted ${s.counts[kind]} ${kind} but ${written[kind]} were read; nothing was exported`);
+        }
+      }
+      return { counts: written, exportedAt: s.takenAt };
+    });
+    await sink.finish();
+    return { counts, exportedAt, seconds: (performance.now() - started) / 1000 };
+  } catch (error) {
+    await sink.abort();
+    throw error;
+  }
+}
+
+export function describeCounts(c: TransferCounts): string {
+  return `${c.plants} plants, ${c.tokens} tokens, ${c.webhooks} webhook endpoints, ${c.events} pending webhook events`;
+}
+
+/**
+ * The command: to `out` ("-" for stdout), then a summary on stderr (`log`), so that stdout carries the
+ * export alone.
+ */
+export async function runExport(store: TransferableStore, out: string, log: (line: string) => void): Promise<void> {
+  const sink = out === '-' ? streamSink(process.stdout, 'stdout') : await fileSink(out);
+  const summary = await exportStore(store, sink);
+  log(`exported ${describeCounts(summary.counts)} to ${sink.name} in ${summary.seconds.toFixed(1)} s (snapshot of ${summary.exportedAt.toISOString()})`);
+  if (summary.counts.webhooks > 0) {
+    log(`${sink.name} holds the signing secrets of ${summary.counts.webhooks} webhook endpoints: keep it as private as the store itself`);
+  }
+}

@@ -1,0 +1,114 @@
+import { randomBytes } from 'node:crypto';
+import { open, rename, unlink } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+
+/** Where an export goes: written in chunks, each awaited, so memory holds one chunk whatever the store's size. */
+export interface Sink {
+  /** For messages: the file's path, or "stdout". */
+  readonly name: string;
+  write(text: string): Promise<void>;
+  /** Everything written is in place (a file: on disk, under its name). */
+  finish(): Promise<void>;
+  /** After a failure: nothing is left under the file's name (an earlier file there stays as it was). */
+  abort(): Promise<void>;
+}
+
+/** Lines are gathered into writes of about this many characters. */
+const CHUNK_CHARS = 256 * 1024;
+
+/** Gathers strings and hands them on in chunks. */
+function chunked(name: string, flush: (chunk: string) => Promise<void>, finish: () => Promise<void>, abort: () => Promise<void>): Sink {
+  let parts: string[] = [];
+  let size = 0;
+  const drain = async () => {
+    if (size === 0) return;
+    const chunk = parts.join('');
+    parts = [];
+    size = 0;
+    await flush(chunk);
+  };
+  return {
+    name,
+    async write(text) {
+      parts.push(text);
+      size += text.length;
+      if (size >= CHUNK_CHARS) await drain();
+    },
+    async finish() {
+      await drain();
+      await finish();
+    },
+    abort,
+  };
+}
+
+/**
+ * A file, written under a temporary name beside it (mode 0600: it holds webhook secrets) and renamed
+ * over `path` only once complete and on disk, so a failed or interrupted export never leaves a
+ * truncated file under the name a restore would use.
+ */
+export async function fileSink(path: string): Promise<Sink> {
+  const target = resolve(path);
+  const temp = join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  const handle = await open(temp, 'wx', 0o600);
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await handle.close();
+  };
+  return chunked(
+    path,
+    async (chunk) => {
+      await handle.write(chunk);
+    },
+    async () => {
+      await handle.sync();
+      await close();
+      await rename(temp, target);
+      // The rename itself is durable once the directory is synced.
+      const dir = await open(dirname(target), 'r');
+      await dir.sync().finally(() => dir.close());
+    },
+    async () => {
+      await close().catch(() => undefined);
+      await unlink(temp).catch(() => undefined);
+    },
+  );
+}
+
+/** A stream (stdout): each chunk waits for 'drain' when the stream asks; a write error (EPIPE) fails the export. */
+export function streamSink(stream: NodeJS.WritableStream, name: string): Sink {
+  let failed: Error | undefined;
+  const onError = (error: Error) => {
+    failed ??= error;
+  };
+  stream.on('error', onError);
+  const done = () => {
+    stream.removeListener('error', onError);
+  };
+  return chunked(
+    name,
+    async (chunk) => {
+      if (failed) throw failed;
+      if (stream.write(chunk)) return;
+      await new Promise<void>((resolvePromise, reject) => {
+        const onDrain = () => {
+          stream.removeListener('error', onFail);
+          resolvePromise();
+        };
+        const onFail = (error: Error) => {
+          stream.removeListener('drain', onDrain);
+          reject(error);
+        };
+        stream.once('drain', onDrain);
+        stream.once('error', onFail);
+      });
+    },
+    async () => {
+      if (failed) throw failed;
+      done();
+    },
+    async () => done(),
+  );
+}

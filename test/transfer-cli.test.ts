@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { create, list, testApp, testDatabase } from './helpers.js';
+import { runCli } from './process.js';
+import { appOn, records, tempDir } from './transfer-helpers.js';
+
+test('plantstore export and import move a store through a file, and importing again changes nothing', async (t) => {
+  const source = await testApp(t);
+  const alice = await source.token('alice');
+  for (const [id, name] of [['9223372036854775807', 'max'], ['-9223372036854775808', 'min'], ['9007199254740993', '2^53+1']]) {
+    assert.equal((await create(source.app, alice, `{"id":${id},"name":"${name}"}`)).statusCode, 200);
+  }
+  const dir = tempDir(t);
+  const file = join(dir, 'backup.ndjson');
+  const exported = await runCli(['export', '--out', file], { DATABASE_URL: source.url });
+  assert.equal(exported.code, 0, exported.stderr);
+  assert.equal(exported.stdout, '', 'stdout is left for the export itself');
+  assert.match(exported.stderr, /^using /);
+  assert.match(exported.stderr, /exported 3 plants, 1 tokens, 0 webhook endpoints, 0 pending webhook events to .*backup\.ndjson in \d+\.\d s/);
+  assert.equal(statSync(file).mode & 0o777, 0o600);
+  assert.match(readFileSync(file, 'utf8'), /"id":9007199254740993,"name":"2\^53\+1"/);
+
+  const piped = await runCli(['export'], { DATABASE_URL: source.url });
+  assert.equal(piped.code, 0, piped.stderr);
+  assert.equal(piped.stdout.split('\n').slice(1).join('\n'), records(file), 'stdout when no --out is given');
+
+  const target = await testDatabase(t);
+  const env = { DATABASE_URL: target.url };
+  const imported = await runCli(['import', file], env);
+  assert.equal(imported.code, 0, imported.stderr);
+  assert.match(imported.stderr, /imported .*backup\.ndjson \(exported from \w+ at .*\) in \d+\.\d s:\n {2}plants: 3 imported, 0 already present\n {2}tokens: 1 imported/);
+  const again = await runCli(['import', file], env);
+  assert.equal(again.code, 0, again.stderr);
+  assert.match(again.stderr, /plants: 0 imported, 3 already present\n {2}tokens: 0 imported, 1 already present/);
+  const { app } = await appOn(t, target.config);
+  assert.deepEqual((await list(app, alice, '?limit=10')).json(), [{ name: 'max' }, { name: 'min' }, { name: '2^53+1' }]);
+});
+
+test('plantstore import: a conflict exits 1 and says what to do, --skip-conflicts exits 0; a bad call exits 2', async (t) => {
+  const source = await testApp(t);
+  const alice = await source.token('alice');
+  await create(source.app, alice, { id: 1, name: 'mine' });
+  const dir = tempDir(t);
+  const file = join(dir, 'a.ndjson');
+  assert.equal((await runCli(['export', '--out', file], { DATABASE_URL: source.url })).code, 0);
+  const text = readFileSync(file, 'utf8');
+  const changed = join(dir, 'changed.ndjson');
+  writeFileSync(changed, text.replace('"name":"mine"', '"name":"theirs"'));
+  const env = { DATABASE_URL: (await testDatabase(t)).url };
+  assert.equal((await runCli(['import', changed], env)).code, 0);
+
+  const conflict = await runCli(['import', file], env);
+  assert.equal(conflict.code, 1);
+  assert.match(conflict.stderr, /plantstore: conflict: plant owner "alice", id 1 is in the store with another name\n.*--skip-conflicts/);
+  const skipped = await runCli(['import', '--skip-conflicts', file], env);
+  assert.equal(skipped.code, 0, skipped.stderr);
+  assert.match(skipped.stderr, /plants: 0 imported, 0 already present, 1 conflicts skipped/);
+
+  const newer = join(dir, 'newer.ndjson');
+  writeFileSync(newer, text.replace('"version":1', '"version":7'));
+  const cases: Array<[string[], number, RegExp]> = [
+    [['import'], 2, /import needs one FILE/],
+    [['import', file, file], 2, /import needs one FILE/],
+    [['import', '--bogus', file], 2, /Unknown option '--bogus'/],
+    [['export', '--out', ''], 2, /--out needs a file name/],
+    [['import', join(dir, 'missing.ndjson')], 1, /cannot read .*missing\.ndjson: ENOENT/],
+    [['import', newer], 1, /export format version 7; this plantstore reads version 1 only/],
+  ];
+  for (const [args, code, message] of cases) {
+    const res = await runCli(args, env);
+    assert.equal(res.code, code, `${args.join(' ')}: ${res.stderr}`);
+    assert.match(res.stderr, message, args.join(' '));
+  }
+  const help = await runCli(['--help']);
+  assert.match(help.stdout, /export \[--out FILE\]/);
+  assert.match(help.stdout, /import FILE/);
+  assert.match((await runCli(['import', '--help'])).stdout, /--skip-conflicts/);
+});

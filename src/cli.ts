@@ -107,9 +107,10 @@ webhook signing secrets: keep it as safe as the store. Prints the file, its size
 To restore: stop the server, then point DATABASE_URL at the copy, or move the copy over the store file
 (removing the old store's -wal and -shm files first). On PostgreSQL use pg_dump and pg_restore (README,
 "Backups").`,
-  export: `Usage: plantstore export [--out FILE] [--database-url URL]
+  export: `Usage: plantstore export [--out FILE] [--force] [--database-url URL]
 
   --out FILE          Where to write; default (or -): stdout, which must not be a terminal
+  --force             Replace FILE if it exists (a pipe or a device, such as /dev/null, is written into)
   --database-url URL  The store to export; default: DATABASE_URL, else sqlite:./data/plantstore.db
 
 Writes every plant (with its owner and exact id), token (its hash; no secret exists), webhook endpoint
@@ -490,7 +491,7 @@ async function webhookDeliveries(args: string[]): Promise<void> {
 }
 
 async function exportCommand(args: string[]): Promise<void> {
-  const { values } = parse(args, { ...DATABASE_OPTION, out: { type: 'string' } });
+  const { values } = parse(args, { ...DATABASE_OPTION, out: { type: 'string' }, force: { type: 'boolean' } });
   if (values.help) return void console.log(HELP.export);
   const out = values.out ?? '-';
   if (out === '') throw new UsageError('--out needs a file name (or - for stdout)');
@@ -501,7 +502,7 @@ async function exportCommand(args: string[]): Promise<void> {
   await withOpenedStore(
     values['database-url'],
     (location, options) => openTransferStore(location, { ...options, importing: false }),
-    (store) => runExport(store, out, (line) => console.error(line)),
+    (store) => runExport(store, out, (line) => console.error(line), { force: values.force ?? false }),
     { mustExist: true },
   );
 }

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { create, list, testApp, testDatabase } from './helpers.js';
@@ -77,4 +79,39 @@ test('plantstore import: a conflict exits 1 and says what to do, --skip-conflict
   assert.match(help.stdout, /export \[--out FILE\]/);
   assert.match(help.stdout, /import FILE/);
   assert.match((await runCli(['import', '--help'])).stdout, /--skip-conflicts/);
+});
+
+test('plantstore export --out: an existing file only with --force; a pipe or a device is written into, never replaced', async (t) => {
+  const source = await testApp(t);
+  const alice = await source.token('alice');
+  await create(source.app, alice, { id: 1, name: 'one' });
+  const dir = tempDir(t);
+  const env = { DATABASE_URL: source.url };
+  const existing = join(dir, 'existing.ndjson');
+  writeFileSync(existing, 'keep me');
+  const refused = await runCli(['export', '--out', existing], env);
+  assert.equal(refused.code, 1, refused.stderr);
+  assert.match(refused.stderr, /exists already; choose another file, or add --force to replace it/);
+  assert.equal(readFileSync(existing, 'utf8'), 'keep me');
+  const forced = await runCli(['export', '--out', existing, '--force'], env);
+  assert.equal(forced.code, 0, forced.stderr);
+  assert.match(readFileSync(existing, 'utf8'), /"name":"one"/);
+
+  // Renamed over, a pipe (or /dev/null, for root) would become a plain file: it is written into instead.
+  const pipe = join(dir, 'pipe');
+  execFileSync('mkfifo', [pipe]);
+  const reader = spawn('cat', [pipe]);
+  let read = '';
+  reader.stdout.on('data', (d: Buffer) => (read += d.toString('utf8')));
+  const readerDone = once(reader, 'close');
+  const piped = await runCli(['export', '--out', pipe], env);
+  await readerDone;
+  assert.equal(piped.code, 0, piped.stderr);
+  assert.equal(read, readFileSync(existing, 'utf8').replace(/"exportedAt":"[^"]*"/, `"exportedAt":${JSON.stringify(JSON.parse(read.split('\n')[0] ?? '{}').exportedAt)}`));
+  assert.ok(statSync(pipe).isFIFO(), 'still a pipe');
+  assert.deepEqual(readdirSync(dir).sort(), ['existing.ndjson', 'pipe'], 'no temporary file left');
+
+  const directory = await runCli(['export', '--out', dir], env);
+  assert.equal(directory.code, 1);
+  assert.match(directory.stderr, /it is a directory; name a file in it/);
 });

@@ -58,6 +58,8 @@ function destination(out: string, store: string, force: boolean): string {
   }
   const existing = statSync(target, { throwIfNoEntry: false });
   if (existing?.isDirectory()) throw new Error(`cannot write the backup to ${path}: it is a directory; name a file in it`);
+  // Renaming the copy over a device or a pipe would replace it with a plain file (/dev/null, for root).
+  if (existing && !existing.isFile()) throw new Error(`cannot write the backup to ${path}: it is not a regular file (a device, a pipe or a socket)`);
   if (existing && !force) throw new Error(`${path} exists already; choose another file, or add --force to replace it`);
   return real;
 }

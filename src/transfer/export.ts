@@ -58,8 +58,8 @@ export function describeCounts(c: TransferCounts): string {
  * The command: to `out` ("-" for stdout), then a summary on stderr (`log`), so that stdout carries the
  * export alone.
  */
-export async function runExport(store: TransferableStore, out: string, log: (line: string) => void): Promise<void> {
-  const sink = out === '-' ? streamSink(process.stdout, 'stdout') : await fileSink(out);
+export async function runExport(store: TransferableStore, out: string, log: (line: string) => void, { force = false } = {}): Promise<void> {
+  const sink = out === '-' ? streamSink(process.stdout, 'stdout') : await fileSink(out, { force });
   const summary = await exportStore(store, sink);
   log(`exported ${describeCounts(summary.counts)} to ${sink.name} in ${summary.seconds.toFixed(1)} s (snapshot of ${summary.exportedAt.toISOString()})`);
   if (summary.counts.webhooks > 0) {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { open, rename, unlink } from 'node:fs/promises';
+import { open, rename, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 
 /** Where an export goes: written in chunks, each awaited, so memory holds one chunk whatever the store's size. */
@@ -45,10 +45,31 @@ function chunked(name: string, flush: (chunk: string) => Promise<void>, finish: 
 /**
  * A file, written under a temporary name beside it (mode 0600: it holds webhook secrets) and renamed
  * over `path` only once complete and on disk, so a failed or interrupted export never leaves a
- * truncated file under the name a restore would use.
+ * truncated file under the name a restore would use. An existing file is replaced only with `force`.
+ *
+ * A path that names something other than a regular file (a pipe, /dev/null, /dev/stdout) is written
+ * into as it is: renaming over it would replace a device or a pipe with a plain file (run as root,
+ * `--out /dev/null` used to leave every other process without a /dev/null).
  */
-export async function fileSink(path: string): Promise<Sink> {
+export async function fileSink(path: string, { force = false } = {}): Promise<Sink> {
   const target = resolve(path);
+  const existing = await stat(target).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+  if (existing?.isDirectory()) throw new Error(`cannot export to ${path}: it is a directory; name a file in it`);
+  if (existing && !existing.isFile()) {
+    const handle = await open(target, 'w');
+    return chunked(
+      path,
+      async (chunk) => {
+        await handle.write(chunk);
+      },
+      () => handle.close(),
+      () => handle.close().catch(() => undefined),
+    );
+  }
+  if (existing && !force) throw new Error(`${path} exists already; choose another file, or add --force to replace it`);
   const temp = join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   const handle = await open(temp, 'wx', 0o600);
   let closed = false;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
@@ -46,6 +46,13 @@ function rowsOf(path: string, owner: string): Map<bigint, Stored> {
 }
 
 /** Files in `dir` other than those named: what a failed or refused backup must not leave behind. */
+/** A named pipe (coreutils' mkfifo: no root needed, unlike a device node). */
+export function fifo(dir: string, name: string): string {
+  const path = join(dir, name);
+  execFileSync('mkfifo', [path]);
+  return path;
+}
+
 function otherFiles(dir: string, ...expected: string[]): string[] {
   return readdirSync(dir).filter((f) => !expected.includes(f));
 }
@@ -186,14 +193,17 @@ test('backup refuses PostgreSQL (pointing to pg_dump), an existing file without 
     [join(dir, 'no-such-dir', 'copy.db'), /its directory .*no-such-dir does not exist/],
     [join(existing, 'copy.db'), /its directory .*existing\.db cannot be used/],
     [dir, /it is a directory; name a file in it/],
+    // Renaming the copy over a pipe or a device would replace it with a plain file (/dev/null, for root).
+    [fifo(dir, 'pipe'), /it is not a regular file \(a device, a pipe or a socket\)/],
   ];
   for (const [out, message] of cases) {
     const res = await runCli(['backup', '--out', out, '--force'], env);
     assert.equal(res.code, 1, `${out}: ${res.stderr}`);
     assert.match(res.stderr, message, out);
   }
+  assert.ok(statSync(join(dir, 'pipe')).isFIFO(), 'the pipe is still a pipe');
   const storeFiles = ['store.db', 'store.db-wal', 'store.db-shm', 'store.db.lock'];
-  assert.deepEqual(otherFiles(dir, ...storeFiles, 'existing.db'), [], 'no partial or temporary file');
+  assert.deepEqual(otherFiles(dir, ...storeFiles, 'existing.db', 'pipe'), [], 'no partial or temporary file');
 
   const nowhere = await runCli(['backup', '--out', join(dir, 'x.db')], { DATABASE_URL: `sqlite:${join(dir, 'none.db')}` });
   assert.equal(nowhere.code, 1);

@@ -205,7 +205,7 @@ function printTable(rows: Row[]): void {
 /** How many of `ids` the store holds for the bench user. */
 async function countStored(databaseUrl: string, ids: number[]): Promise<number> {
   if (databaseUrl.startsWith('sqlite:')) {
-    const { default: Database } = await import('better-sqlite3');
+    const { default: Database } = await import('../src/store/sqlite-driver.js');
     const db = new Database(databaseUrl.slice('sqlite:'.length), { readonly: true });
     const has = db.prepare('SELECT 1 FROM plants WHERE owner = ? AND id = ?').pluck();
     const n = ids.filter((id) => has.get(BENCH_USER, id) !== undefined).length;

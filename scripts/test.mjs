@@ -12,7 +12,7 @@ const files = (dir) => readdirSync(dir).filter((f) => f.endsWith('.test.ts')).so
 const only = process.argv.slice(2); // e.g. `npm test -- sqlite` runs one backend
 
 function run(backend, testFiles, databaseUrl) {
-  console.log(`\n=== ${backend}: ${testFiles.length} test files ===`);
+  console.log(`\n=== ${backend} on Node ${process.version}: ${testFiles.length} test files ===`);
   const env = { ...process.env, PLANTSTORE_TEST_DATABASE_URL: databaseUrl };
   const args = ['--import', 'tsx', '--test', '--test-concurrency=4', '--test-reporter=spec', ...testFiles];
   return spawnSync(process.execPath, args, { stdio: 'inherit', env }).status === 0;
@@ -47,5 +47,5 @@ if (only.length === 0 || only.includes('postgres')) {
     console.warn('\nWARNING: the PostgreSQL run was SKIPPED. Start PostgreSQL or set PLANTSTORE_TEST_DATABASE_URL.');
   }
 }
-console.log(`\n=== ${Object.entries(results).map(([b, ok]) => `${b}: ${ok ? 'passed' : 'FAILED'}`).join(', ')} ===`);
+console.log(`\n=== Node ${process.version}: ${Object.entries(results).map(([b, ok]) => `${b}: ${ok ? 'passed' : 'FAILED'}`).join(', ')} ===`);
 process.exit(Object.values(results).every(Boolean) ? 0 : 1);

@@ -4,6 +4,7 @@ import { buildApp } from './app.js';
 import type { Config, DatabaseConfig } from './config.js';
 import { LateStore } from './http/readiness.js';
 import { openStore } from './store/open.js';
+import { sqliteDriver } from './store/sqlite-driver.js';
 import type { Store } from './store/store.js';
 import { packageVersion } from './version.js';
 import { Dispatcher } from './webhooks/dispatcher.js';
@@ -225,7 +226,10 @@ export async function serve(config: Config, logger: Logger): Promise<FastifyInst
       opened = store;
     }
     target.dispatcher = startDispatcher(config, opened, logger);
-    app.log.info({ store: backing.backend, at: where(config.database) }, 'plantstore ready');
+    // Which of the two better-sqlite3 majors runs (store/sqlite-driver.ts says why there are two).
+    const driver = config.database.kind === 'sqlite' ? { driver: `better-sqlite3 ${sqliteDriver.version}` } : {};
+    if (config.database.kind === 'sqlite' && sqliteDriver.warning) app.log.warn(sqliteDriver.warning);
+    app.log.info({ store: backing.backend, ...driver, at: where(config.database) }, 'plantstore ready');
     return app;
   } catch (error) {
     if (signals.stopping) return target.app;

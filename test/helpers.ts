@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
-import Database from 'better-sqlite3';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import type { DestinationStream } from 'pino';
@@ -12,6 +11,7 @@ import { parseDatabaseUrl, type DatabaseConfig } from '../src/config.js';
 import type { Scope } from '../src/domain/principal.js';
 import { createLogger } from '../src/logger.js';
 import { openStore } from '../src/store/open.js';
+import Database from '../src/store/sqlite-driver.js';
 import type { Store } from '../src/store/store.js';
 import { issueToken } from '../src/tokens.js';
 

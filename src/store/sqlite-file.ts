@@ -1,8 +1,7 @@
 import { lstatSync, mkdirSync, readlinkSync, realpathSync, stat, statSync, type BigIntStats } from 'node:fs';
-import { createRequire } from 'node:module';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import Database from 'better-sqlite3';
+import Database, { sqliteDriver } from './sqlite-driver.js';
 import { corruptStore, currentUser, isBusy, named, openFailure } from './sqlite-errors.js';
 
 function errno(error: unknown): string | undefined {
@@ -134,8 +133,8 @@ type QuickCheckAnswer = { problems: string[] } | { error: { code?: string; messa
  * server keeps answering /healthz meanwhile: about 0.5 s per million plants from the page cache.
  */
 export async function quickCheck(path: string, realPath: string): Promise<void> {
-  const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-  const worker = new Worker(QUICK_CHECK, { eval: true, workerData: { driver, path: realPath } });
+  // The same driver as this thread's (sqlite-driver.ts chose it), by its file.
+  const worker = new Worker(QUICK_CHECK, { eval: true, workerData: { driver: sqliteDriver.path, path: realPath } });
   const answer = await new Promise<QuickCheckAnswer>((resolvePromise, reject) => {
     worker.once('message', resolvePromise);
     worker.once('error', reject);

@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import type Database from './sqlite-driver.js';
 import { isBusy, isUnwritable, storeError } from './sqlite-errors.js';
 import { StoreUnavailableError } from './store.js';
 

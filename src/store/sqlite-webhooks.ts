@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import type Database from './sqlite-driver.js';
 import type { NewPlant } from '../domain/plant.js';
 import { claimedOf, type ClaimRow } from './sql.js';
 import {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
-import Database from 'better-sqlite3';
+import Database from '../../src/store/sqlite-driver.js';
 import { StoreUnavailableError } from '../../src/store/store.js';
 import { BACKEND, testStore, TEST_QUERY_TIMEOUT_MS } from '../helpers.js';
 import { call, errorCode, servedSqlite, type Answer } from './spawn.js';

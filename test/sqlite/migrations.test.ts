@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import Database from 'better-sqlite3';
 import { parseDatabaseUrl } from '../../src/config.js';
 import { openStore } from '../../src/store/open.js';
+import Database from '../../src/store/sqlite-driver.js';
 import { BACKEND, silentLogger } from '../helpers.js';
 import { tempDir } from './spawn.js';
 

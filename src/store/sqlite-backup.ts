@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, linkSync, openSync, realpathSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import Database from 'better-sqlite3';
+import Database from './sqlite-driver.js';
 import { named, openFailure } from './sqlite-errors.js';
 
 export interface BackupOptions {

@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import type Database from './sqlite-driver.js';
 import type { Dialect } from './sql.js';
 import {
   endpointInsertValues, endpointOfRow, eventInsertValues, snapshotOver, tokenInsertValues, tokenOfRow, transferStatements,

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import Database from 'better-sqlite3';
+import Database from '../../src/store/sqlite-driver.js';
 import { nextUrl } from '../helpers.js';
 import { BIN, runCli, startServer, type CliResult } from '../process.js';
 import { tempDir } from './spawn.js';

@@ -3,6 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync, renameSync } from 'node:fs';
 import { test, type TestContext } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { Histogram, Registry } from 'prom-client';
+import { HotHistogram } from '../src/metrics/histogram.js';
 import { reasonLabel } from '../src/metrics/http.js';
 import { BACKEND, testDatabase } from './helpers.js';
 import { has, json, parse, serveWithMetrics, token, value, type Sample } from './metrics-helpers.js';
@@ -46,6 +48,26 @@ test('METRICS_PORT and METRICS_HOST: empty is off, 0-65535, never PORT', () => {
   assert.throws(() => loadConfig({}, { METRICS_HOST: '' }), /METRICS_HOST must not be empty/);
   assert.throws(() => loadConfig({}, { PORT: '9464', METRICS_PORT: '9464' }), /METRICS_PORT must differ from PORT/);
   assert.equal(loadConfig({}, { PORT: '0', METRICS_PORT: '0' }).metricsPort, 0, 'two free ports are two ports');
+});
+
+test('the request-path histogram writes exactly what prom-client\'s own Histogram writes for the same observations', async () => {
+  const buckets = [0.001, 0.01, 0.1, 1];
+  const ours = new Registry();
+  const theirs = new Registry();
+  const hot = new HotHistogram<'route' | 'method'>({ name: 'h_seconds', help: 'help text', buckets, registry: ours });
+  const reference = new Histogram({ name: 'h_seconds', help: 'help text', labelNames: ['route', 'method'], buckets, registers: [theirs] });
+  const values = [0, 0.0005, 0.001, 0.0011, 0.01, 0.5, 1, 3, 1e9];
+  for (const [route, method] of [['/plants', 'GET'], ['/plants/:id', 'DELETE'], ['say "hi"\\', 'GET']] as const) {
+    const series = hot.series({ route, method });
+    for (const v of values) {
+      series.observe(v);
+      reference.observe({ route, method }, v);
+    }
+  }
+  const normal = (text: string) => parse(text).map((x) => `${x.name} ${JSON.stringify(Object.entries(x.labels).sort())} ${x.value}`).sort();
+  const [a, b] = [await ours.metrics(), await theirs.metrics()];
+  assert.deepEqual(normal(a), normal(b));
+  assert.deepEqual(a.split('\n').filter((l) => l.startsWith('#')), b.split('\n').filter((l) => l.startsWith('#')));
 });
 
 test('refusal reasons become bounded label values', () => {

@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AttemptResult } from '../domain/webhook.js';
 import type { ListCacheStats, PoolStats, Store, StoreObserver, WebhookBacklog } from '../store/store.js';
+import { HotHistogram } from './histogram.js';
 import { HttpRequests } from './requests.js';
 import { measureStore } from './store.js';
 
@@ -52,15 +53,16 @@ export class Metrics {
   readonly registry = new Registry();
   readonly http: HttpRequests;
   readonly #refusals: Counter<'reason'>;
-  readonly #operations: Histogram<'operation' | 'backend'>;
+  readonly #operations: HotHistogram<'operation' | 'backend'>;
   readonly #batches: Histogram<'backend'>;
   readonly #deliveries: Counter<'result'>;
   readonly #storeUp: Gauge;
   readonly #pending: Gauge;
   readonly #oldest: Gauge;
   #store: Store | undefined;
-  /** The store read of the scrape under way: a scrape that comes while one hangs waits on the same read. */
-  #reading: Promise<StoreReading> | undefined;
+  /** The store reads under way (see #readStore). */
+  #ping: Promise<boolean> | undefined;
+  #backlog: Promise<WebhookBacklog | undefined> | undefined;
 
   constructor({ backend, version }: MetricsOptions) {
     const registers = [this.registry];
@@ -78,12 +80,11 @@ export class Metrics {
       labelNames: ['reason'],
       registers,
     });
-    this.#operations = new Histogram({
+    this.#operations = new HotHistogram({
       name: `${PREFIX}store_operation_duration_seconds`,
       help: 'Store operations, from the call to its answer (a cached list included), by operation',
-      labelNames: ['operation', 'backend'],
       buckets: STORE_BUCKETS,
-      registers,
+      registry: this.registry,
     });
     this.#batches = new Histogram({
       name: `${PREFIX}store_group_commit_writes`,
@@ -166,11 +167,21 @@ export class Metrics {
     return this.registry.metrics();
   }
 
-  #readStore(): Promise<StoreReading> {
+  /**
+   * The readiness check and the backlog read, each bounded on its own (a backlog read stuck behind a lock
+   * does not make a store that answers its ping look down). A read still running when the next scrape
+   * comes is waited on again rather than started twice, so slow reads never pile up.
+   */
+  async #readStore(): Promise<StoreReading> {
     const store = this.#store;
-    if (store === undefined) return Promise.resolve({ up: false, backlog: undefined });
-    this.#reading ??= readStore(store).finally(() => (this.#reading = undefined));
-    return within(this.#reading, SCRAPE_STORE_TIMEOUT_MS, { up: false, backlog: undefined });
+    if (store === undefined) return { up: false, backlog: undefined };
+    this.#ping ??= store.ping().then(() => true, () => false).finally(() => (this.#ping = undefined));
+    this.#backlog ??= store.webhookBacklog(BACKLOG_CAP).catch(() => undefined).finally(() => (this.#backlog = undefined));
+    const [up, backlog] = await Promise.all([
+      within(this.#ping, SCRAPE_STORE_TIMEOUT_MS, false),
+      within(this.#backlog, SCRAPE_STORE_TIMEOUT_MS, undefined),
+    ]);
+    return { up, backlog };
   }
 }
 
@@ -210,12 +221,6 @@ function poolFamilies(registry: Registry, read: () => PoolStats): void {
 interface StoreReading {
   readonly up: boolean;
   readonly backlog: WebhookBacklog | undefined;
-}
-
-/** Never rejects: a failed read is an answer (the store is down), not a failed scrape. */
-async function readStore(store: Store): Promise<StoreReading> {
-  const [ping, backlog] = await Promise.allSettled([store.ping(), store.webhookBacklog(BACKLOG_CAP)]);
-  return { up: ping.status === 'fulfilled', backlog: backlog.status === 'fulfilled' ? backlog.value : undefined };
 }
 
 /** `promise`'s value, or `otherwise` after `ms`. */

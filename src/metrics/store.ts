@@ -1,4 +1,4 @@
-import type { Histogram } from 'prom-client';
+import type { HotHistogram } from './histogram.js';
 import type { Store } from '../store/store.js';
 
 type StoreMethod = Exclude<keyof Store, 'backend'>;
@@ -18,10 +18,10 @@ const TIMED: Record<StoreMethod, boolean> = {
 /**
  * `store` with the duration of each operation observed in `histogram` (labels operation, backend),
  * success or failure alike. Applied by server.ts only when metrics are on: without them nothing wraps
- * the store. Per call: two clock reads, one closure, one promise reaction and one observe; the caller
- * gets the store's own promise.
+ * the store. Per call: two clock reads, one closure, one promise reaction and a bucket search (its
+ * series is made once per operation); the caller gets the store's own promise.
  */
-export function measureStore(store: Store, histogram: Histogram<'operation' | 'backend'>): Store {
+export function measureStore(store: Store, histogram: HotHistogram<'operation' | 'backend'>): Store {
   const backend = store.backend;
   // Built by name, as LateStore's handle is (http/readiness.ts): every member of Store is set below.
   const measured: Record<string, unknown> = { backend };
@@ -32,11 +32,11 @@ export function measureStore(store: Store, histogram: Histogram<'operation' | 'b
       measured[name] = method;
       continue;
     }
-    const child = histogram.labels({ operation: name, backend });
+    const series = histogram.series({ operation: name, backend });
     measured[name] = (...args: unknown[]): unknown => {
       const start = performance.now();
       const result = method(...args) as Promise<unknown>;
-      const end = (): void => child.observe((performance.now() - start) / 1000);
+      const end = (): void => series.observe((performance.now() - start) / 1000);
       // A second reaction, not a wrapper: the caller's promise (and its rejection) is the store's own.
       result.then(end, end);
       return result;

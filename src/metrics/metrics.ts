@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { AttemptResult } from '../domain/webhook.js';
 import type { ListCacheStats, PoolStats, Store, StoreObserver, WebhookBacklog } from '../store/store.js';
 import { HotHistogram } from './histogram.js';
@@ -54,7 +54,7 @@ export class Metrics {
   readonly http: HttpRequests;
   readonly #refusals: Counter<'reason'>;
   readonly #operations: HotHistogram<'operation' | 'backend'>;
-  readonly #batches: Histogram<'backend'>;
+  readonly #batches: HotHistogram<'backend'>;
   readonly #deliveries: Counter<'result'>;
   readonly #storeUp: Gauge;
   readonly #pending: Gauge;
@@ -86,12 +86,12 @@ export class Metrics {
       buckets: STORE_BUCKETS,
       registry: this.registry,
     });
-    this.#batches = new Histogram({
+    // A HotHistogram too: under a stream of creates, SQLite commits a batch every turn of the event loop.
+    this.#batches = new HotHistogram({
       name: `${PREFIX}store_group_commit_writes`,
       help: 'Writes committed together in one transaction by a group commit (SQLite: any writes; PostgreSQL: creates)',
-      labelNames: ['backend'],
       buckets: BATCH_BUCKETS,
-      registers,
+      registry: this.registry,
     });
     this.#deliveries = new Counter({
       name: `${PREFIX}webhook_delivery_attempts_total`,
@@ -122,7 +122,7 @@ export class Metrics {
    * exist only where the store has one (SQLite's list cache, PostgreSQL's pool).
    */
   readonly storeObserver: StoreObserver = {
-    committed: (backend, writes) => this.#batches.observe({ backend }, writes),
+    committed: (backend, writes) => this.#batches.series({ backend }).observe(writes),
     listCache: (read) => listCacheFamilies(this.registry, read),
     pool: (read) => poolFamilies(this.registry, read),
   };

@@ -218,7 +218,11 @@ export async function serve(config: Config): Promise<FastifyInstance | undefined
     if (metrics) await app.register(httpMetrics, { metrics });
     const backing = store instanceof LateStore ? store.handle : store;
     // Added first, so it runs last: after the drain and the store's close, the listener goes too.
-    app.addHook('onClose', () => metricsListener?.close());
+    if (metrics) {
+      app.addHook('onClose', async () => {
+        await metricsListener?.close();
+      });
+    }
     app.addHook('onClose', () => backing.close());
     // onClose hooks run last-added first: this one, before the store closes. A signal started the stop
     // already (with the drain's deadline); any other close starts it here.

@@ -1,4 +1,5 @@
 // npm run bench [-- --postgres postgres://…] [--rounds 3] [--duration 8] [--baseline DIR] [--webhooks-only] [--jwt-only]
+//                 [--metrics-only]
 //
 // Loads each system on loopback with wrk and prints one table: requests/s, p50 and p99 latency, the
 // server's CPU time per request, the ratio to the reference, and plantstore's peak RSS. --baseline DIR
@@ -11,7 +12,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { BENCH_USER, dropPostgresSchema, registerWebhook, seedPostgres, seedSqlite, USERS, writeJsonServerDb } from './seed.js';
-import { peakRssMb, resetPeakRss, startBare, startJsonServer, startJwks, startPlantstore, startReceiver, type System } from './systems.js';
+import { freePort, peakRssMb, resetPeakRss, startBare, startJsonServer, startJwks, startPlantstore, startReceiver, type System } from './systems.js';
 import { cpuMicros, ensureWrk, wrk } from './wrk.js';
 
 const { values: args } = parseArgs({
@@ -25,6 +26,8 @@ const { values: args } = parseArgs({
     'webhooks-only': { type: 'boolean', default: false },
     // Runs scenario 1's opaque-token and JWT rows only: a quicker check of the JWT path.
     'jwt-only': { type: 'boolean', default: false },
+    // Runs scenarios 1 and 2 with metrics off and on only: a quicker check of what metrics cost.
+    'metrics-only': { type: 'boolean', default: false },
   },
 });
 const ROUNDS = Number(args.rounds);
@@ -46,6 +49,36 @@ interface Target {
   readonly acknowledged: number[];
   readonly results: Array<{ rps: number; p50: number; p99: number; errors: number; cpuUs: number }>;
   rssMb?: number;
+  /** A server with metrics on: scraped every SCRAPE_INTERVAL_MS while it is loaded, as Prometheus would. */
+  readonly scrape?: Scraper;
+}
+
+/**
+ * Prometheus scrapes every 15 s by default; the bench scrapes three times as often (and once as a load
+ * starts), only while that server is loaded, so the scrapes cost that server and never the others.
+ */
+const SCRAPE_INTERVAL_MS = 5000;
+
+interface Scraper {
+  readonly url: string;
+  scrapes: number;
+  failures: number;
+  bytes: number;
+}
+
+function scrapeDuring(scraper: Scraper | undefined): () => void {
+  if (scraper === undefined) return () => undefined;
+  const once = (): void => {
+    fetch(scraper.url).then(async (res) => {
+      const text = await res.text();
+      scraper.scrapes++;
+      scraper.bytes = text.length;
+      if (res.status !== 200 || !text.includes('plantstore_http_requests_total')) scraper.failures++;
+    }, () => scraper.failures++);
+  };
+  once();
+  const timer = setInterval(once, SCRAPE_INTERVAL_MS);
+  return () => clearInterval(timer);
 }
 
 let nextId = 1_000_000_000_000;
@@ -55,6 +88,7 @@ async function load(target: Target, seconds: number, warmup = false): Promise<vo
   // Far more ids than one load can use, so ids stay unique across loads.
   if (target.kind === 'create') nextId += 100_000_000;
   const cpuBefore = cpuMicros(target.system.pid);
+  const stopScraping = scrapeDuring(target.scrape);
   const result = await wrk({
     url: target.system.url,
     method: target.kind === 'list' ? 'GET' : 'POST',
@@ -63,7 +97,7 @@ async function load(target: Target, seconds: number, warmup = false): Promise<vo
     connections: CONNECTIONS,
     seconds,
     firstId,
-  });
+  }).finally(stopScraping);
   const cpuUs = (cpuMicros(target.system.pid) - cpuBefore) / Math.max(1, result.requests);
   // A loop: spreading hundreds of thousands of ids as arguments overflows the stack.
   for (const id of result.acknowledged) target.acknowledged.push(id);
@@ -236,10 +270,11 @@ async function main(): Promise<void> {
     const smallToken = await seedSqlite(small, SMALL);
     const only4 = args['webhooks-only'];
     const jwtOnly = args['jwt-only'];
-    const largeToken = only4 || jwtOnly ? '' : await seedSqlite(large, LARGE);
+    const metricsOnly = args['metrics-only'];
+    const largeToken = only4 || jwtOnly || metricsOnly ? '' : await seedSqlite(large, LARGE);
     // One server per SQLite store: every other server gets a copy (same plants, same token).
-    for (const copy of ['nocache', 's3', 's3-nocache', 'baseline', 'wh0', 'wh1', 'jwt']) copyFileSync(small, `${small}.${copy}`);
-    if (!only4 && !jwtOnly) copyFileSync(large, `${large}.nocache`);
+    for (const copy of ['nocache', 's3', 's3-nocache', 'baseline', 'wh0', 'wh1', 'jwt', 'metrics']) copyFileSync(small, `${small}.${copy}`);
+    if (!only4 && !jwtOnly && !metricsOnly) copyFileSync(large, `${large}.nocache`);
     writeJsonServerDb(join(dir, 'json-server.json'), SMALL);
     let pgSmall: { url: string; token: string } | undefined;
     let pgLarge: { url: string; token: string } | undefined;
@@ -247,7 +282,7 @@ async function main(): Promise<void> {
       const tag = Math.random().toString(16).slice(2, 8);
       schemas.push(`bench_small_${tag}`, `bench_large_${tag}`);
       pgSmall = await seedPostgres(postgresUrl, `bench_small_${tag}`, SMALL);
-      pgLarge = await seedPostgres(postgresUrl, `bench_large_${tag}`, LARGE);
+      if (!metricsOnly) pgLarge = await seedPostgres(postgresUrl, `bench_large_${tag}`, LARGE);
     }
 
     const start = async <T extends System>(s: Promise<T>) => {
@@ -303,6 +338,54 @@ async function main(): Promise<void> {
       await scenario(s1, [opaque, jwt]);
       console.log();
       printTable([{ scenario: s1, target: opaque }, { scenario: '', target: jwt, reference: opaque, referenceName: 'opaque', goal: 0.95 }]);
+      console.log(`finished in ${Math.round((Date.now() - started) / 1000)} s`);
+      return;
+    }
+
+    // The same servers with metrics on (METRICS_PORT), scraped while loaded: lists and creates against
+    // the rows above with metrics off. PostgreSQL's shares the schema, as the baseline's does.
+    const withMetrics = async (name: string, databaseUrl: string, file: string): Promise<{ system: System; scrape: Scraper }> => {
+      const port = await freePort();
+      const system = await start(startPlantstore(name, databaseUrl, log(file), { METRICS_PORT: String(port) }));
+      return { system, scrape: { url: `http://127.0.0.1:${port}/metrics`, scrapes: 0, failures: 0, bytes: 0 } };
+    };
+    const sqliteMetrics = await withMetrics('plantstore sqlite, metrics on', `sqlite:${small}.metrics`, 'sqlite-metrics');
+    const postgresMetrics = pgSmall && (await withMetrics('plantstore postgres, metrics on', pgSmall.url, 'pg-metrics'));
+    const measured = (m: { system: System; scrape: Scraper }, kind: Kind, token: string): Target => ({ ...target(m.system, kind, token), scrape: m.scrape });
+    const metricsRows = {
+      list: {
+        sqlite: measured(sqliteMetrics, 'list', smallToken),
+        postgres: postgresMetrics && pgSmall ? measured(postgresMetrics, 'list', pgSmall.token) : undefined,
+      },
+      create: {
+        sqlite: measured(sqliteMetrics, 'create', smallToken),
+        postgres: postgresMetrics && pgSmall ? measured(postgresMetrics, 'create', pgSmall.token) : undefined,
+      },
+    };
+    const scrapeSummary = () => [sqliteMetrics, postgresMetrics].flatMap((m) => (m ? [
+      `scrapes (${m.system.name}): ${m.scrape.scrapes} every ${SCRAPE_INTERVAL_MS / 1000} s during its loads, ` +
+      `${m.scrape.failures === 0 ? 'every one answered 200' : `${m.scrape.failures} FAILED`}, ${Math.round(m.scrape.bytes / 1024)} KB each`,
+    ] : []));
+    const vsOff = (t: Target | undefined, off: Target | undefined): Row[] =>
+      (t && off ? [{ scenario: '', target: t, reference: off, referenceName: 'off', goal: 0.95 }] : []);
+    const s2 = '2. POST /plants, unique ids, durable';
+    if (metricsOnly) {
+      const off = {
+        list: { sqlite: target(sqliteSmall, 'list', smallToken), postgres: postgresSmall && pgSmall ? target(postgresSmall, 'list', pgSmall.token) : undefined },
+        create: { sqlite: target(sqliteSmall, 'create', smallToken), postgres: postgresSmall && pgSmall ? target(postgresSmall, 'create', pgSmall.token) : undefined },
+      };
+      const present = (...ts: Array<Target | undefined>) => ts.filter((t): t is Target => t !== undefined);
+      await scenario(s1, present(off.list.sqlite, metricsRows.list.sqlite, off.list.postgres, metricsRows.list.postgres));
+      await scenario(s2, present(off.create.sqlite, metricsRows.create.sqlite, off.create.postgres, metricsRows.create.postgres));
+      console.log();
+      printTable([
+        { scenario: s1, target: off.list.sqlite }, ...vsOff(metricsRows.list.sqlite, off.list.sqlite),
+        ...(off.list.postgres ? [{ scenario: '', target: off.list.postgres }] : []), ...vsOff(metricsRows.list.postgres, off.list.postgres),
+        { scenario: s2, target: off.create.sqlite }, ...vsOff(metricsRows.create.sqlite, off.create.sqlite),
+        ...(off.create.postgres ? [{ scenario: '', target: off.create.postgres }] : []), ...vsOff(metricsRows.create.postgres, off.create.postgres),
+      ]);
+      console.log();
+      for (const line of scrapeSummary()) console.log(line);
       console.log(`finished in ${Math.round((Date.now() - started) / 1000)} s`);
       return;
     }
@@ -418,14 +501,17 @@ async function main(): Promise<void> {
       ...(baselineSqlite ? [target(baselineSqlite, 'list', smallToken)] : []),
       ...(baselinePostgres && pgSmall ? [target(baselinePostgres, 'list', pgSmall.token)] : []),
     ];
-    await scenario(s1, [list.bare, list.sqlite, list.sqliteJwt, list.sqliteNoCache, ...(list.postgres ? [list.postgres] : []), ...baselineList, list.json]);
+    const listMetrics = [metricsRows.list.sqlite, ...(metricsRows.list.postgres ? [metricsRows.list.postgres] : [])];
+    await scenario(s1, [list.bare, list.sqlite, list.sqliteJwt, ...listMetrics, list.sqliteNoCache, ...(list.postgres ? [list.postgres] : []), ...baselineList, list.json]);
     const vsBare = (t: Target): Row => ({ scenario: '', target: t, reference: list.bare, referenceName: 'bare' });
     rows[1].push(
       { scenario: s1, target: list.bare },
       { scenario: '', target: list.sqlite, reference: list.bare, referenceName: 'bare', goal: 0.5 },
       { scenario: '', target: list.sqliteJwt, reference: list.sqlite, referenceName: 'opaque', goal: 0.95 },
+      ...vsOff(metricsRows.list.sqlite, list.sqlite),
       vsBare(list.sqliteNoCache),
       ...(list.postgres ? [vsBare(list.postgres)] : []),
+      ...vsOff(metricsRows.list.postgres, list.postgres),
       ...baselineList.map(vsBare),
       vsBare(list.json),
     );
@@ -468,7 +554,6 @@ async function main(): Promise<void> {
     );
     for (const system of Object.values(s3Systems)) await system?.stop(); // less competition for the CPU
 
-    const s2 = '2. POST /plants, unique ids, durable';
     const create = {
       bare: target(bare, 'create'),
       sqlite: target(sqliteSmall, 'create', smallToken),
@@ -480,12 +565,15 @@ async function main(): Promise<void> {
       postgres: baselinePostgres && pgSmall ? target(baselinePostgres, 'create', pgSmall.token) : undefined,
     };
     const baselineCreates = [baselineCreate.sqlite, baselineCreate.postgres].filter((t): t is Target => t !== undefined);
-    await scenario(s2, [create.bare, create.sqlite, ...(create.postgres ? [create.postgres] : []), ...baselineCreates, create.json]);
+    const createMetrics = [metricsRows.create.sqlite, ...(metricsRows.create.postgres ? [metricsRows.create.postgres] : [])];
+    await scenario(s2, [create.bare, create.sqlite, ...createMetrics, ...(create.postgres ? [create.postgres] : []), ...baselineCreates, create.json]);
     const createVsBare = (t: Target): Row => ({ scenario: '', target: t, reference: create.bare, referenceName: 'bare' });
     rows[2].push(
       { scenario: s2, target: create.bare },
       { scenario: '', target: create.sqlite, reference: create.bare, referenceName: 'bare', goal: 0.4 },
+      ...vsOff(metricsRows.create.sqlite, create.sqlite),
       ...(create.postgres ? [createVsBare(create.postgres)] : []),
+      ...vsOff(metricsRows.create.postgres, create.postgres),
       ...baselineCreates.map(createVsBare),
       createVsBare(create.json),
     );
@@ -495,8 +583,11 @@ async function main(): Promise<void> {
     console.log();
     printWebhooks();
     console.log();
+    for (const line of scrapeSummary()) console.log(line);
     const checks: Array<[string, Target, string]> = [['sqlite', create.sqlite, `sqlite:${small}`]];
     if (create.postgres && pgSmall) checks.push(['postgres', create.postgres, pgSmall.url]);
+    checks.push(['sqlite, metrics on', metricsRows.create.sqlite, `sqlite:${small}.metrics`]);
+    if (metricsRows.create.postgres && pgSmall) checks.push(['postgres, metrics on', metricsRows.create.postgres, pgSmall.url]);
     if (baselineCreate.sqlite) checks.push(['baseline sqlite', baselineCreate.sqlite, `sqlite:${small}.baseline`]);
     if (baselineCreate.postgres && pgSmall) checks.push(['baseline postgres', baselineCreate.postgres, pgSmall.url]);
     for (const [name, t, url] of checks) {

@@ -39,7 +39,7 @@ function stopper(child: ChildProcess): () => Promise<void> {
   };
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const probe = createServer().listen(0, '127.0.0.1');
   await once(probe, 'listening');
   const { port } = probe.address() as AddressInfo;

@@ -280,6 +280,26 @@ export const OPTIONS = [
       parse: parseJwtDefaultScopes,
     },
   ),
+  option(
+    'metricsPort', 'METRICS_PORT', '',
+    'Port of the separate Prometheus metrics listener (GET /metrics), never the API port; empty: no metrics (0 picks a free one)',
+    {
+      schema: Type.String({ pattern: '^(\\d{1,10})?$' }),
+      refusal: metricsPortRefusal,
+      parse(value): number | null {
+        if (value === '') return null;
+        const n = Number(value);
+        if (n > 65535) throw new ConfigError(metricsPortRefusal(value));
+        return n;
+      },
+      values: { kind: 'integer', min: 0, max: 65535 },
+    },
+  ),
+  option('metricsHost', 'METRICS_HOST', '127.0.0.1', 'Address of the metrics listener; keep it private (0.0.0.0 or :: only where the network keeps it so)', {
+    schema: Type.String({ minLength: 1 }),
+    refusal: () => 'METRICS_HOST must not be empty',
+    parse: (value) => value,
+  }),
 ] as const;
 
 type Options = (typeof OPTIONS)[number];
@@ -291,6 +311,14 @@ function checkTogether(config: Config): void {
       'JWT_AUDIENCE is required when JWT_ISSUER or JWT_JWKS_URL is set (the client id or API identifier your tokens are issued for): without it, a token issued for any other application of the provider would be accepted',
     );
   }
+  // Metrics are never served on the API port; the same port would also fail to listen, less clearly.
+  if (config.metricsPort !== null && config.metricsPort !== 0 && config.metricsPort === config.port) {
+    throw new ConfigError(`METRICS_PORT must differ from PORT (${config.port}): metrics have a listener of their own`);
+  }
+}
+
+function metricsPortRefusal(value: string): string {
+  return `METRICS_PORT must be empty (no metrics) or a whole number from 0 to 65535, got "${value}"`;
 }
 
 function trustProxyRefusal(value: string): string {

@@ -3,9 +3,12 @@ import type { Logger } from 'pino';
 import { buildApp } from './app.js';
 import type { Config, DatabaseConfig } from './config.js';
 import { LateStore } from './http/readiness.js';
+import { httpMetrics } from './metrics/http.js';
+import { listenMetrics, type MetricsListener } from './metrics/listener.js';
+import { Metrics } from './metrics/metrics.js';
 import { openStore } from './store/open.js';
 import { sqliteDriver } from './store/sqlite-driver.js';
-import type { Store } from './store/store.js';
+import type { Store, StoreObserver } from './store/store.js';
 import { packageVersion } from './version.js';
 import { Dispatcher } from './webhooks/dispatcher.js';
 
@@ -44,19 +47,21 @@ const LISTEN_REASONS: Record<string, string> = {
   EAI_AGAIN: 'the host name could not be resolved (DNS unavailable)',
 };
 
-function listenError({ host, port }: Config, error: unknown): StartupError {
+/** `what`: '' for the API's listener, ' for metrics' for the metrics listener's. */
+function listenError(host: string, port: number, error: unknown, what = ''): StartupError {
   const code = (error as { code?: unknown }).code;
   const reason = typeof code === 'string' && LISTEN_REASONS[code] ? `${LISTEN_REASONS[code]} (${code})` : (error as Error).message;
-  return new StartupError(`cannot listen on ${host}:${port}: ${reason}`);
+  return new StartupError(`cannot listen${what} on ${host}:${port}: ${reason}`);
 }
 
-function open(config: Config, logger: Logger): Promise<Store> {
+function open(config: Config, logger: Logger, observer: StoreObserver | undefined): Promise<Store> {
   return openStore(config.database, {
     logger,
     poolSize: config.databasePoolSize,
     startupTimeoutMs: config.databaseStartupTimeoutMs,
     listCachePlants: config.listCachePlants,
     server: true,
+    observer,
   });
 }
 
@@ -71,7 +76,7 @@ interface Target {
  * Delivers webhooks from `store` (src/webhooks/dispatcher.ts) until the app closes. Started once the
  * store is open and the server listens, so that a start-up that fails has nothing to stop.
  */
-function startDispatcher(config: Config, store: Store, logger: Logger): Dispatcher {
+function startDispatcher(config: Config, store: Store, logger: Logger, metrics: Metrics | undefined): Dispatcher {
   const dispatcher = new Dispatcher(store, {
     webhookTimeoutMs: config.webhookTimeoutMs,
     webhookRetryScheduleMs: config.webhookRetryScheduleMs,
@@ -80,6 +85,7 @@ function startDispatcher(config: Config, store: Store, logger: Logger): Dispatch
     webhookEndpointConcurrency: config.webhookEndpointConcurrency,
     webhookAllowPrivate: config.webhookAllowPrivate,
     userAgent: `plantstore/${packageVersion()}`,
+    observer: metrics?.deliveryObserver,
   }, logger);
   dispatcher.start();
   return dispatcher;
@@ -176,12 +182,17 @@ function stopOnSignals(
  */
 export async function serve(config: Config, logger: Logger): Promise<FastifyInstance | undefined> {
   const target: Target = { app: undefined, store: undefined, dispatcher: undefined };
+  // METRICS_PORT unset: no registry, no hooks, no wrappers, no observers (README: Metrics).
+  const metrics = config.metricsPort === null ? undefined : new Metrics({ backend: config.database.kind, version: packageVersion() });
+  let metricsListener: MetricsListener | undefined;
+  /** What the app and the dispatcher use: the store, its operations timed when metrics are on. */
+  const measured = (opened: Store): Store => (metrics ? metrics.measure(opened) : opened);
   const signals = stopOnSignals(logger, target, config);
   /** Undefined when a signal came while the store opened: the shutdown it started ends the process. */
   const openStoreUnlessStopping = async (): Promise<Store | undefined> => {
     let opened: Store;
     try {
-      opened = await open(config, logger);
+      opened = await open(config, logger, metrics?.storeObserver);
     } catch (error) {
       throw storeError(config.database, error);
     }
@@ -197,12 +208,21 @@ export async function serve(config: Config, logger: Logger): Promise<FastifyInst
     if (config.database.kind === 'sqlite') {
       const opened = await openStoreUnlessStopping();
       if (!opened) return undefined;
-      store = target.store = opened;
+      target.store = opened;
+      metrics?.storeOpened(opened);
+      store = measured(opened);
     } else {
       store = new LateStore();
     }
     const app = await buildApp({ ...config, store, logger });
+    if (metrics) await app.register(httpMetrics, { metrics });
     const backing = store instanceof LateStore ? store.handle : store;
+    // Added first, so it runs last: after the drain and the store's close, the listener goes too.
+    if (metrics) {
+      app.addHook('onClose', async () => {
+        await metricsListener?.close();
+      });
+    }
     app.addHook('onClose', () => backing.close());
     // onClose hooks run last-added first: this one, before the store closes. A signal started the stop
     // already (with the drain's deadline); any other close starts it here.
@@ -213,19 +233,28 @@ export async function serve(config: Config, logger: Logger): Promise<FastifyInst
     try {
       await app.listen({ port: config.port, host: config.host });
     } catch (error) {
-      throw listenError(config, error);
+      throw listenError(config.host, config.port, error);
+    }
+    if (metrics && config.metricsPort !== null) {
+      try {
+        metricsListener = await listenMetrics(metrics, config.metricsHost, config.metricsPort);
+      } catch (error) {
+        throw listenError(config.metricsHost, config.metricsPort, error, ' for metrics');
+      }
+      app.log.info({ metrics: metricsListener.url }, 'serving metrics');
     }
     let opened: Store;
     if (store instanceof LateStore) {
       app.log.info({ store: where(config.database) }, 'opening the store; requests are answered 503 until it is open');
       const late = await openStoreUnlessStopping();
       if (!late) return app;
-      store.open(late);
-      opened = late;
+      metrics?.storeOpened(late);
+      opened = measured(late);
+      store.open(opened);
     } else {
       opened = store;
     }
-    target.dispatcher = startDispatcher(config, opened, logger);
+    target.dispatcher = startDispatcher(config, opened, logger, metrics);
     // Which of the two better-sqlite3 majors runs (store/sqlite-driver.ts says why there are two).
     const driver = config.database.kind === 'sqlite' ? { driver: `better-sqlite3 ${sqliteDriver.version}` } : {};
     if (config.database.kind === 'sqlite' && sqliteDriver.warning) app.log.warn(sqliteDriver.warning);

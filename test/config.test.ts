@@ -40,6 +40,8 @@ test('defaults: port 8080 on 127.0.0.1, info logs, ./data/plantstore.db, rate li
     jwtClockSkewMs: 60_000,
     jwtUserClaim: 'sub',
     jwtDefaultScopes: [],
+    metricsPort: null,
+    metricsHost: '127.0.0.1',
   });
 });
 

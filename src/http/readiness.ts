@@ -47,7 +47,7 @@ const METHOD_SET: Record<StoreMethod, true> = {
   createPlant: true, listPlants: true, deletePlant: true, createToken: true, findTokenByHash: true,
   listTokens: true, revokeToken: true, hit: true, cursorKey: true, onEventsQueued: true, createWebhook: true,
   listWebhooks: true, deleteWebhook: true, listDeliveryAttempts: true, claimDeliveries: true, recordAttempts: true,
-  releaseDeliveries: true, sweepWebhooks: true, ping: true, close: true,
+  releaseDeliveries: true, sweepWebhooks: true, webhookBacklog: true, ping: true, close: true,
 };
 const STORE_METHODS = Object.keys(METHOD_SET) as StoreMethod[];
 

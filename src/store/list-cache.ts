@@ -4,7 +4,8 @@ import type {
   AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, NewWebhookEndpoint, WebhookEndpoint,
 } from '../domain/webhook.js';
 import type {
-  CacheableStore, CreateOutcome, ListQuery, NewTokenRecord, PlantPage, RateCount, Store, TokenRecord,
+  CacheableStore, CreateOutcome, ListQuery, NewTokenRecord, PlantPage, RateCount, Store, StoreObserver, TokenRecord,
+  WebhookBacklog,
 } from './store.js';
 
 /**
@@ -128,6 +129,10 @@ class ListCachingStore implements Store {
     return this.#inner.sweepWebhooks(before);
   }
 
+  webhookBacklog(cap: number): Promise<WebhookBacklog> {
+    return this.#inner.webhookBacklog(cap);
+  }
+
   ping(): Promise<void> {
     return this.#inner.ping();
   }
@@ -138,7 +143,16 @@ class ListCachingStore implements Store {
   }
 }
 
-/** `store` with its lists cached, at most `maxPlants` plants (and their bytes: see PageCache); 0 is no cache. */
-export function cacheLists(store: CacheableStore, maxPlants: number): Store {
-  return maxPlants > 0 ? new ListCachingStore(store, new PageCache(maxPlants)) : store;
+/**
+ * `store` with its lists cached, at most `maxPlants` plants (and their bytes: see PageCache); 0 is no cache.
+ * An `observer` reads the cache's counters at scrape time.
+ */
+export function cacheLists(store: CacheableStore, maxPlants: number, observer?: StoreObserver): Store {
+  if (maxPlants <= 0) return store;
+  const cache = new PageCache(maxPlants);
+  observer?.listCache(() => {
+    const { hits, misses, entries, slots, bytes, maxBytes } = cache.usage;
+    return { hits, misses, entries, plants: slots, bytes, maxBytes };
+  });
+  return new ListCachingStore(store, cache);
 }

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { cacheLists } from './list-cache.js';
 import { openPostgresStore } from './postgres.js';
 import { openSqliteStore } from './sqlite.js';
-import type { Store } from './store.js';
+import type { Store, StoreObserver } from './store.js';
 import type { TransferableStore } from './transfer.js';
 
 /** Where a store is (config.ts parses DATABASE_URL into this; store/ imports nothing of config). */
@@ -21,6 +21,8 @@ export interface OpenOptions {
   readonly listCachePlants?: number;
   /** Opened by a server: on SQLite it then takes the one-server-per-store lock, so its lists may be cached. */
   readonly server?: boolean;
+  /** Metrics (src/metrics/): group commits, the list cache, the pool. None: the store does no work for them. */
+  readonly observer?: StoreObserver | undefined;
 }
 
 /**
@@ -36,8 +38,9 @@ export async function openStore(location: StoreLocation, options: OpenOptions): 
         ...(options.queryTimeoutMs === undefined ? {} : { busyTimeoutMs: options.queryTimeoutMs }),
         server,
         logger: options.logger,
+        observer: options.observer,
       });
-      return server ? cacheLists(store, options.listCachePlants ?? 0) : store;
+      return server ? cacheLists(store, options.listCachePlants ?? 0, options.observer) : store;
     }
     case 'postgres':
       return openPostgresStore({ url: location.url, ...options });

@@ -85,6 +85,9 @@ export class PageCache {
   #clock = 0;
   #slots = 0;
   #bytes = 0;
+  /** Lookups since the cache was made, for metrics: plain numbers, read only at scrape time. */
+  #hits = 0;
+  #misses = 0;
 
   constructor(maxPlants: number) {
     this.#maxPlants = maxPlants;
@@ -95,11 +98,13 @@ export class PageCache {
     return this.#maxPlants > 0;
   }
 
-  /** What the cache holds now, against its bounds (for tests and diagnostics). */
-  get usage(): { entries: number; slots: number; bytes: number; owners: number; maxPlants: number; maxBytes: number } {
+  /** What the cache holds now, against its bounds, and its lookups so far (for tests, diagnostics and metrics). */
+  get usage(): {
+    entries: number; slots: number; bytes: number; owners: number; maxPlants: number; maxBytes: number; hits: number; misses: number;
+  } {
     return {
       entries: this.#pages.size, slots: this.#slots, bytes: this.#bytes, owners: this.#owners.size,
-      maxPlants: this.#maxPlants, maxBytes: this.#maxBytes,
+      maxPlants: this.#maxPlants, maxBytes: this.#maxBytes, hits: this.#hits, misses: this.#misses,
     };
   }
 
@@ -118,11 +123,16 @@ export class PageCache {
 
   get(key: string): PlantPage | undefined {
     const entry = this.#pages.get(key);
-    if (entry === undefined) return undefined;
+    if (entry === undefined) {
+      this.#misses++;
+      return undefined;
+    }
     if ((entry.owner?.lastWrite ?? this.#lastWrite) >= entry.readAt) {
+      this.#misses++;
       this.#remove(entry);
       return undefined;
     }
+    this.#hits++;
     if (entry !== this.#newest) {
       this.#unlink(entry);
       this.#link(entry);

@@ -4,15 +4,16 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { plantOf, plantOfColumns, samePlant, type NewPlant } from '../domain/plant.js';
 import {
-  claimedOf, listCall, migrationValues, pageOf, pendingMigrations, statements, tokenOf, tokenValues,
-  type ClaimRow, type Dialect, type PlantRow, type TokenRow,
+  backlogOf, claimedOf, listCall, migrationValues, pageOf, pendingMigrations, statements, tokenOf, tokenValues,
+  type BacklogRow, type ClaimRow, type Dialect, type PlantRow, type TokenRow,
 } from './sql.js';
 import type {
   AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, DeliveryState, NewWebhookEndpoint, WebhookEndpoint,
 } from '../domain/webhook.js';
 import {
   StoreUnavailableError,
-  type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type RateCount, type TokenRecord,
+  type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type RateCount, type Store, type StoreObserver,
+  type TokenRecord, type WebhookBacklog,
 } from './store.js';
 import { PostgresTransfer } from './postgres-transfer.js';
 import type { StoreTransfer, TransferableStore } from './transfer.js';
@@ -26,6 +27,8 @@ export interface PostgresOptions {
   readonly queryTimeoutMs?: number;
   /** Bound on getting a connection, waiting for a free one in the pool included. */
   readonly connectTimeoutMs?: number;
+  /** Metrics: told of every group commit, and reads the pool at scrape time (see StoreObserver). */
+  readonly observer?: StoreObserver | undefined;
 }
 
 /** No request may hang on the database: a query gets 5 s, getting a connection 3 s, then 503. */
@@ -107,7 +110,8 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Trans
     await pool.end();
     throw error;
   }
-  return new PostgresStore(pool);
+  options.observer?.pool(() => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: options.poolSize }));
+  return new PostgresStore(pool, options.observer);
 }
 
 async function waitForDatabase(pool: pg.Pool, { url, startupTimeoutMs, logger }: PostgresOptions): Promise<void> {
@@ -224,9 +228,11 @@ class PostgresStore implements TransferableStore {
   #sweptAt = 0;
   #onEventsQueued: (() => void) | undefined;
   readonly #inFlight = new Set<Promise<void>>();
+  readonly #observer: StoreObserver | undefined;
 
-  constructor(pool: pg.Pool) {
+  constructor(pool: pg.Pool, observer: StoreObserver | undefined) {
     this.#pool = pool;
+    this.#observer = observer;
   }
 
   /**
@@ -291,7 +297,10 @@ class PostgresStore implements TransferableStore {
     for (let i = 0; i < pending.length; i += MAX_BATCH) {
       const batch = pending.slice(i, i + MAX_BATCH);
       const done = this.#insertBatch(batch).then(
-        (outcomes) => batch.forEach((c, j) => c.resolve(outcomes[j] as CreateOutcome)),
+        (outcomes) => {
+          batch.forEach((c, j) => c.resolve(outcomes[j] as CreateOutcome));
+          this.#observer?.committed(this.backend, batch.length);
+        },
         (error) => batch.forEach((c) => c.reject(error)),
       );
       this.#inFlight.add(done);
@@ -677,6 +686,11 @@ class PostgresStore implements TransferableStore {
       [before],
     );
     return rows[0]?.n ?? 0;
+  }
+
+  async webhookBacklog(cap: number): Promise<WebhookBacklog> {
+    const { rows } = await this.#query<BacklogRow>('webhook_backlog', SQL.webhookBacklog, [cap]);
+    return backlogOf(POSTGRES, rows[0], cap);
   }
 
   async ping(): Promise<void> {

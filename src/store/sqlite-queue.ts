@@ -30,10 +30,10 @@ export interface WriteQueueEvents {
   /** Writes committed, none failed for that reason. */
   committed(): void;
   /**
-   * A batch that ran its writes ended: committed (true) or rolled back (false). Called after the callers
+   * A batch of `writes` writes ended: committed (true) or rolled back (false). Called after the callers
    * of a committed batch were answered, so that what the writes noted for after the commit happens then.
    */
-  settled?(committed: boolean): void;
+  settled?(committed: boolean, writes: number): void;
 }
 
 /**
@@ -147,7 +147,7 @@ export class WriteQueue {
     }
     if (aborted !== undefined) {
       this.#fail(writes, aborted);
-      return this.#events.settled?.(false);
+      return this.#events.settled?.(false, writes.length);
     }
     let cannotWrite: unknown;
     let committed = false;
@@ -161,7 +161,7 @@ export class WriteQueue {
     });
     if (cannotWrite !== undefined) this.#events.cannotWrite(cannotWrite);
     else if (committed) this.#events.committed();
-    this.#events.settled?.(true);
+    this.#events.settled?.(true, writes.length);
   }
 
   #fail(writes: QueuedWrite[], error: unknown): void {

@@ -9,8 +9,8 @@ import type {
 } from '../domain/webhook.js';
 import { MemoryRateCounter } from './rate-counter.js';
 import {
-  listCall, migrationValues, pageOf, pendingMigrations, statements, tokenOf, tokenValues,
-  type Dialect, type ListShape, type PlantRow, type TokenRow,
+  backlogOf, listCall, migrationValues, pageOf, pendingMigrations, statements, tokenOf, tokenValues,
+  type BacklogRow, type Dialect, type ListShape, type PlantRow, type TokenRow,
 } from './sql.js';
 import { currentUser, isBusy, isUnwritable, named, openFailure, storeError } from './sqlite-errors.js';
 import { identityOf, prepareStorePath, quickCheck, takeServerLock, watchIdentity } from './sqlite-file.js';
@@ -20,6 +20,7 @@ import { SqliteWebhooks } from './sqlite-webhooks.js';
 import {
   StoreUnavailableError,
   type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type RateCount, type TokenRecord, type CacheableStore,
+  type StoreObserver, type WebhookBacklog,
 } from './store.js';
 import type { StoreTransfer, TransferableStore } from './transfer.js';
 
@@ -56,6 +57,8 @@ export interface SqliteOptions {
   readonly server?: boolean;
   /** Where the store reports what an operator must know: a new store created, the file lost, the disk failing. */
   readonly logger?: Logger;
+  /** Metrics: told of every group commit (see StoreObserver). */
+  readonly observer?: StoreObserver | undefined;
 }
 
 /**
@@ -82,7 +85,7 @@ async function whenNotBusy<T>(what: () => T, deadline: number): Promise<T> {
  */
 export async function openSqliteStore(
   path: string,
-  { busyTimeoutMs = BUSY_TIMEOUT_MS, server = false, logger }: SqliteOptions = {},
+  { busyTimeoutMs = BUSY_TIMEOUT_MS, server = false, logger, observer }: SqliteOptions = {},
 ): Promise<CacheableStore & TransferableStore> {
   const realPath = prepareStorePath(path);
   const lock = server ? takeServerLock(path, realPath) : undefined;
@@ -103,7 +106,7 @@ export async function openSqliteStore(
     // Said out loud: after the file was deleted or DATABASE_URL mistyped, this is how an operator learns
     // that the store is empty because it is new.
     if (created) logger?.info({ path: realPath }, `no store at ${named(path, realPath)}: created a new, empty one`);
-    const store = new SqliteStore(db, lock, { path, realPath, busyTimeoutMs, logger });
+    const store = new SqliteStore(db, lock, { path, realPath, busyTimeoutMs, logger, observer });
     if (server) {
       await store.watch(deadline);
       await store.releaseOrphanedClaims();
@@ -136,6 +139,7 @@ interface StoreFile {
   readonly realPath: string;
   readonly busyTimeoutMs: number;
   readonly logger: Logger | undefined;
+  readonly observer: StoreObserver | undefined;
 }
 
 class SqliteStore implements CacheableStore, TransferableStore {
@@ -178,7 +182,7 @@ class SqliteStore implements CacheableStore, TransferableStore {
       committed: () => {
         if (this.#unwritable) this.#canWrite();
       },
-      settled: (committed) => this.#batchSettled(committed),
+      settled: (committed, writes) => this.#batchSettled(committed, writes),
     });
     // Rewrites one row as it is: a real write and fsync, the only way to learn whether the file can
     // be written (a file SQLite opened read-only still begins transactions).
@@ -205,7 +209,8 @@ class SqliteStore implements CacheableStore, TransferableStore {
     this.#webhooks = new SqliteWebhooks(db);
   }
 
-  #batchSettled(committed: boolean): void {
+  #batchSettled(committed: boolean, writes: number): void {
+    if (committed) this.#file.observer?.committed(this.backend, writes);
     if (!this.#eventsQueued) return;
     this.#eventsQueued = false;
     if (!committed || !this.#eventsListener) return;
@@ -415,6 +420,13 @@ class SqliteStore implements CacheableStore, TransferableStore {
 
   sweepWebhooks(before: Date): Promise<number> {
     return this.#writes.add(() => this.#webhooks.sweep(before.getTime()), NOT_DURABLE);
+  }
+
+  /** Prepared on first use: only a server with metrics on asks. */
+  #backlog: Database.Statement<[number], BacklogRow> | undefined;
+
+  async webhookBacklog(cap: number): Promise<WebhookBacklog> {
+    return this.#read(() => backlogOf(SQLITE, (this.#backlog ??= this.#db.prepare(SQL.webhookBacklog)).get(cap), cap));
   }
 
   /** A read outside the write queue: refused while the store is unavailable, SQLite's failures as store errors. */

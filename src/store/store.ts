@@ -126,10 +126,60 @@ export interface Store {
   releaseDeliveries(instance: string, deliveries: readonly ClaimedDelivery[]): Promise<void>;
   /** Removes delivered and failed events, and attempts, older than `before`; returns the events removed. */
   sweepWebhooks(before: Date): Promise<number>;
+  /**
+   * The events waiting for delivery (pending, every endpoint), for metrics: one bounded read that looks
+   * at no more than `cap` of them (see WebhookBacklog).
+   */
+  webhookBacklog(cap: number): Promise<WebhookBacklog>;
 
   /** Resolves when the store can serve requests. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * Pending webhook events. Past `cap` the count stops (`capped`, `pending` = cap) and `oldest` is the
+ * oldest among those counted, so the true backlog is at least that large and at least that old.
+ */
+export interface WebhookBacklog {
+  readonly pending: number;
+  readonly capped: boolean;
+  /** When the oldest pending event was queued; null when none is pending. */
+  readonly oldest: Date | null;
+}
+
+/** The list cache's counters since it was made (store/list-cache.ts), and what it holds now. */
+export interface ListCacheStats {
+  readonly hits: number;
+  readonly misses: number;
+  readonly entries: number;
+  /** Plants held, an empty page counting one (the LIST_CACHE_PLANTS bound). */
+  readonly plants: number;
+  /** Estimated bytes held (store/page-cache.ts), and the bound on them. */
+  readonly bytes: number;
+  readonly maxBytes: number;
+}
+
+/** A PostgreSQL store's connection pool now. */
+export interface PoolStats {
+  readonly total: number;
+  readonly idle: number;
+  /** Callers waiting for a connection. */
+  readonly waiting: number;
+  readonly max: number;
+}
+
+/**
+ * Who watches a store from outside (the metrics, src/metrics/), given when it is opened. A store without
+ * one does no work for it: each call below is made only when an observer was given.
+ */
+export interface StoreObserver {
+  /** A group commit ended, committing `writes` writes in one transaction (SQLite: any writes; PostgreSQL: creates). */
+  committed(backend: string, writes: number): void;
+  /** Called once, when the list cache is made: `read` gives its counters, at scrape time. */
+  listCache(read: () => ListCacheStats): void;
+  /** Called once, when the pool is made: `read` gives its state, at scrape time. */
+  pool(read: () => PoolStats): void;
 }
 
 /**

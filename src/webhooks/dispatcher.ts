@@ -18,6 +18,8 @@ export type DispatcherSettings = Pick<
   readonly pollIntervalMs?: number;
   /** How often delivered and failed events past WEBHOOK_RETENTION are removed. */
   readonly sweepIntervalMs?: number;
+  /** Metrics: told how each attempt ended (src/metrics/). */
+  readonly observer?: { attempted(outcome: AttemptResult['outcome']): void } | undefined;
 };
 
 const DEFAULT_POLL_INTERVAL_MS = 1000;
@@ -336,7 +338,9 @@ export class Dispatcher {
     // Aborted by the shutdown deadline: released (attempt count as before), not counted as a failure.
     if (controller.signal.reason !== SHUTDOWN || result.status !== null) {
       this.#held.delete(delivery);
-      this.#results.push(this.#outcome(delivery, result, at));
+      const outcome = this.#outcome(delivery, result, at);
+      this.#results.push(outcome);
+      this.#settings.observer?.attempted(outcome.outcome);
       this.#scheduleFlush();
     }
     if (this.#inFlight.size === 0 && this.#idle) this.#idle();

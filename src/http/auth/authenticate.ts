@@ -83,7 +83,7 @@ export function authentication(
       // For whoever debugs a client: why, and for a known token its id (as in "token list"); never the
       // token itself, nor its hash, which identifies it just as well.
       request.log.debug({ reason: refusal.reason, tokenId: refusal.tokenId }, 'bearer token refused');
-      const refused = invalidToken(refusal.description);
+      const refused = invalidToken(refusal);
       if (!failures) return done(refused);
       failures.failed(request.ip).then((limited) => done(limited ?? refused), () => done(refused));
     };
@@ -116,19 +116,34 @@ export function requireScope(required: Scope): Hook {
 }
 
 /**
+ * A 401 invalid_token that keeps its Refusal's reason (a fixed word of the verifier's: unknown, revoked,
+ * jwt: signature…), which the metrics count refusals by (src/metrics/http.ts); the client is told only
+ * what `invalidToken` says.
+ */
+export class TokenRefused extends ApiError {
+  constructor(
+    readonly reason: string,
+    message: string,
+    headers: Readonly<Record<string, string>>,
+  ) {
+    super(ERRORS.invalidToken, message, headers);
+  }
+}
+
+/**
  * 401 invalid_token. An opaque token's refusal says no more than the row (unknown, expired or revoked
  * are not told apart); a JWT's names the check that failed (its Refusal's description).
  */
-function invalidToken(description?: string): ApiError {
+function invalidToken({ reason, description }: Refusal): ApiError {
   if (description === undefined) {
-    return new ApiError(
-      ERRORS.invalidToken,
+    return new TokenRefused(
+      reason,
       ERRORS.invalidToken.message,
       challenge(`, error="invalid_token", error_description="${ERRORS.invalidToken.message}"`),
     );
   }
-  return new ApiError(
-    ERRORS.invalidToken,
+  return new TokenRefused(
+    reason,
     `The bearer token is invalid: ${description}`,
     challenge(`, error="invalid_token", error_description="${description}"`),
   );

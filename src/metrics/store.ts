@@ -1,0 +1,46 @@
+import type { HotHistogram } from './histogram.js';
+import type { Store } from '../store/store.js';
+
+type StoreMethod = Exclude<keyof Store, 'backend'>;
+
+/**
+ * Which operations are timed. Exhaustive by construction (a Store method added without a line here fails
+ * to compile): registering the dispatcher's listener and closing are not operations anyone waits on.
+ */
+const TIMED: Record<StoreMethod, boolean> = {
+  createPlant: true, listPlants: true, deletePlant: true, createToken: true, findTokenByHash: true,
+  listTokens: true, revokeToken: true, hit: true, cursorKey: true, createWebhook: true, listWebhooks: true,
+  deleteWebhook: true, listDeliveryAttempts: true, claimDeliveries: true, recordAttempts: true,
+  releaseDeliveries: true, sweepWebhooks: true, webhookBacklog: true, ping: true,
+  onEventsQueued: false, close: false,
+};
+
+/**
+ * `store` with the duration of each operation observed in `histogram` (labels operation, backend),
+ * success or failure alike. Applied by server.ts only when metrics are on: without them nothing wraps
+ * the store. Per call: two clock reads, one closure, one promise reaction and a bucket search (its
+ * series is made once per operation); the caller gets the store's own promise.
+ */
+export function measureStore(store: Store, histogram: HotHistogram<'operation' | 'backend'>): Store {
+  const backend = store.backend;
+  // Built by name, as LateStore's handle is (http/readiness.ts): every member of Store is set below.
+  const measured: Record<string, unknown> = { backend };
+  const methods = store as unknown as Record<StoreMethod, (...args: unknown[]) => unknown>;
+  for (const [name, timed] of Object.entries(TIMED) as [StoreMethod, boolean][]) {
+    const method = methods[name].bind(store);
+    if (!timed) {
+      measured[name] = method;
+      continue;
+    }
+    const series = histogram.series({ operation: name, backend });
+    measured[name] = (...args: unknown[]): unknown => {
+      const start = performance.now();
+      const result = method(...args) as Promise<unknown>;
+      const end = (): void => series.observe((performance.now() - start) / 1000);
+      // A second reaction, not a wrapper: the caller's promise (and its rejection) is the store's own.
+      result.then(end, end);
+      return result;
+    };
+  }
+  return measured as unknown as Store;
+}

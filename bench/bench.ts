@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { dbCpuSince, dbCpuSnapshot, findPostmaster } from './db-cpu.js';
 import {
-  collectPages, countPages, CREATE_SHARE, FIRST_PAGE_SHARE, MIX_FIRST_ID, MIX_IDS_PER_LOAD, MIX_PLANTS, MIX_USERS, mixOwnerOf, mixScript,
+  collectPages, countPages, CREATE_SHARE, FIRST_PAGE_SHARE, MIX_FIRST_ID, MIX_IDS_PER_LOAD, MIX_PLANTS, MIX_USERS, mixOwnerOf, mixScript, mixUser,
   PAGE, seedMixPostgres, seedMixSqlite, TAG_SHARE, writeMixData,
 } from './mix.js';
 import {
@@ -567,8 +567,8 @@ async function main(): Promise<void> {
         { scenario: `${s2}, metrics off/on`, target: m2.sqlite.off }, ...vsOff(m2.sqlite.on, m2.sqlite.off),
         ...(m2.postgres ? [{ scenario: '', target: m2.postgres.off }, ...vsOff(m2.postgres.on, m2.postgres.off)] : []),
       );
-      durability.push(['sqlite, metrics off', m2.sqlite.off, `sqlite:${small}.metrics`], ['sqlite', m2.sqlite.on, `sqlite:${small}`]);
-      if (m2.postgres && pgSmall) durability.push(['postgres, metrics off', m2.postgres.off, pgSmall.url], ['postgres', m2.postgres.on, pgSmall.url]);
+      durability.push(['sqlite, metrics off', m2.sqlite.off, `sqlite:${small}.metrics`], ['sqlite, metrics on', m2.sqlite.on, `sqlite:${small}`]);
+      if (m2.postgres && pgSmall) durability.push(['postgres, metrics off', m2.postgres.off, pgSmall.url], ['postgres, metrics on', m2.postgres.on, pgSmall.url]);
       await sqliteOff.stop();
       await postgresOff?.stop();
     }
@@ -646,10 +646,12 @@ async function main(): Promise<void> {
     if (run('mix')) {
       const s5 = `5. realistic mix: ${MIX_USERS.toLocaleString('en-US')} users, ${MIX_PLANTS.toLocaleString('en-US')} plants, ${CREATE_SHARE * 100}% creates`;
       process.stderr.write('seeding the mix…\n');
+      const mixStarted = Date.now();
       const mixDb = join(dir, 'mix.db');
       const mixTokens = await seedMixSqlite(mixDb);
       await registerWebhook(`sqlite:${mixDb}`, UNUSED_WEBHOOK_URL, WEBHOOK_OWNER);
-      if (baseline !== undefined) copyFileSync(mixDb, `${mixDb}.baseline`); // the same cursor key and tokens
+      // The same plants, tokens and cursor key.
+      for (const copy of [...(baseline === undefined ? [] : ['baseline']), 'jwt']) copyFileSync(mixDb, `${mixDb}.${copy}`);
       let pgMix: { url: string; tokens: string[] } | undefined;
       if (postgresUrl) {
         const schema = `bench_mix_${Math.random().toString(16).slice(2, 8)}`;
@@ -674,6 +676,21 @@ async function main(): Promise<void> {
         pgData = join(dir, 'mix-pg.tsv');
         writeMixData(pgData, await collectPages(postgresMix.url, pgMix.tokens));
       }
+      // The same with a JWT per user instead of an opaque token: the same cursors open, bound to the user.
+      const mixJwks = await start(startJwks(mixUser(0), 'plantstore-bench', {
+        users: Array.from({ length: MIX_USERS }, (_, i) => mixUser(i)), file: join(dir, 'mix-jwts.txt'),
+      }));
+      const jwtMix = await featured('plantstore sqlite, JWT', `sqlite:${mixDb}.jwt`, 'mix-sqlite-jwt',
+        { JWT_JWKS_URL: mixJwks.jwksUrl, JWT_AUDIENCE: 'plantstore-bench' });
+      const jwtData = join(dir, 'mix-jwt.tsv');
+      writeMixData(jwtData, sqlitePages.map((u, i) => ({ ...u, token: mixJwks.tokens[i] as string })));
+      // Every server walks the same pages before the load, so that page caches start alike; the walk
+      // over the JWT server also shows that the same pages are there for JWTs.
+      const walkedJwt = countPages(await collectPages(jwtMix.url, mixJwks.tokens));
+      if (walkedJwt !== countPages(sqlitePages)) throw new Error(`the mix's JWT server has ${walkedJwt} pages, the opaque one ${countPages(sqlitePages)}`);
+      if (baselineSqliteMix) await collectPages(baselineSqliteMix.url, mixTokens);
+      if (baselinePostgresMix && pgMix) await collectPages(baselinePostgresMix.url, pgMix.tokens);
+      process.stderr.write(`mix ready in ${Math.round((Date.now() - mixStarted) / 1000)} s\n`);
       // The bare server answers the bytes of a typical page (a user's first: 20 plants and a next
       // link) to every GET, and a plant to every POST.
       const typical = sqlitePages.findIndex((u) => (u.groups[0]?.length ?? 0) > 1);
@@ -684,26 +701,33 @@ async function main(): Promise<void> {
         headers: { ...auth(typicalToken), 'content-type': 'application/json' },
         body: JSON.stringify({ id: MIX_FIRST_ID - MIX_USERS + typical, name: 'bench plant' }), // below the counted range
       });
+      const typicalPage = await listed.text();
+      const jwtListed = await fetch(`${jwtMix.url}${listPath}`, { headers: auth(mixJwks.tokens[typical] as string) });
+      if (jwtListed.status !== 200 || (await jwtListed.text()) !== typicalPage) {
+        throw new Error(`the mix's JWT list does not answer what the opaque-token list does (${jwtListed.status})`);
+      }
       const bareMix = await start(startBare({
-        list: { body: await listed.text(), headers: headersOf(listed) },
+        list: { body: typicalPage, headers: headersOf(listed) },
         create: { body: await created.text(), headers: headersOf(created) },
       }));
       const mixTarget = (system: System, data: string): Target => target(system, 'mix', undefined, data);
       const mix = {
         bare: mixTarget(bareMix, sqliteData),
         sqlite: mixTarget(sqliteMix, sqliteData),
+        jwt: mixTarget(jwtMix, jwtData),
         postgres: postgresMix && pgData !== undefined ? mixTarget(postgresMix, pgData) : undefined,
         baselineSqlite: baselineSqliteMix && mixTarget(baselineSqliteMix, sqliteData),
         baselinePostgres: baselinePostgresMix && pgData !== undefined ? mixTarget(baselinePostgresMix, pgData) : undefined,
       };
-      await scenario(s5, present(mix.bare, mix.sqlite, mix.postgres, mix.baselineSqlite, mix.baselinePostgres));
+      await scenario(s5, present(mix.bare, mix.sqlite, mix.jwt, mix.postgres, mix.baselineSqlite, mix.baselinePostgres));
       const vsBare = (t: Target): Row => ({ scenario: '', target: t, reference: mix.bare, referenceName: 'bare' });
       rows.push(
         { scenario: s5, target: mix.bare },
         { ...vsBare(mix.sqlite), goal: 0.35, p99Goal: true },
+        { scenario: '', target: mix.jwt, reference: mix.sqlite, referenceName: 'opaque', goal: 0.95 },
         ...present(mix.postgres, mix.baselineSqlite, mix.baselinePostgres).map(vsBare),
       );
-      durability.push(['mix, sqlite', mix.sqlite, `sqlite:${mixDb}`, mixOwnerOf]);
+      durability.push(['mix, sqlite', mix.sqlite, `sqlite:${mixDb}`, mixOwnerOf], ['mix, sqlite, JWT', mix.jwt, `sqlite:${mixDb}.jwt`, mixOwnerOf]);
       if (mix.postgres && pgMix) durability.push(['mix, postgres', mix.postgres, pgMix.url, mixOwnerOf]);
       if (mix.baselineSqlite) durability.push(['mix, baseline sqlite', mix.baselineSqlite, `sqlite:${mixDb}.baseline`, mixOwnerOf]);
       if (mix.baselinePostgres && pgMix) durability.push(['mix, baseline postgres', mix.baselinePostgres, pgMix.url, mixOwnerOf]);

@@ -100,11 +100,18 @@ export async function startReceiver(): Promise<System & { stats(): Promise<{ rec
   };
 }
 
-/** The bench's identity provider (bench/jwks-server.mjs): a key set, and a JWT for `user` signed with its key. */
-export async function startJwks(user: string, audience: string): Promise<System & { jwksUrl: string; token: string }> {
-  const { child, match } = await spawnUntil('jwks', [root('bench/jwks-server.mjs')], { JWT_USER: user, JWT_AUDIENCE: audience }, /\{"port":(\d+),"token":"([^"]+)"\}/);
+/**
+ * The bench's identity provider (bench/jwks-server.mjs): a key set, and a JWT for `user` signed with its
+ * key (scope plants:read); `more.users` get one each too (read and write), in `more.users`' order.
+ */
+export async function startJwks(
+  user: string, audience: string, more?: { users: readonly string[]; file: string },
+): Promise<System & { jwksUrl: string; token: string; tokens: string[] }> {
+  const env = { JWT_USER: user, JWT_AUDIENCE: audience, ...(more ? { JWT_USERS: more.users.join(','), JWT_TOKENS_FILE: more.file } : {}) };
+  const { child, match } = await spawnUntil('jwks', [root('bench/jwks-server.mjs')], env, /\{"port":(\d+),"token":"([^"]+)"\}/);
   const url = `http://127.0.0.1:${match[1]}`;
-  return { name: 'jwks', url, pid: child.pid as number, stop: stopper(child), jwksUrl: `${url}/jwks`, token: match[2] as string };
+  const tokens = more ? readFileSync(more.file, 'utf8').trimEnd().split('\n') : [];
+  return { name: 'jwks', url, pid: child.pid as number, stop: stopper(child), jwksUrl: `${url}/jwks`, token: match[2] as string, tokens };
 }
 
 /** json-server 0.17, the mock users pick today, serving `dbFile`, request logging off. */

@@ -97,6 +97,8 @@ const SCRAPE_INTERVAL_MS = 5000;
 
 interface Scraper {
   readonly url: string;
+  /** Which server, where several rows share a name (its log file's name). */
+  readonly label?: string;
   scrapes: number;
   failures: number;
   bytes: number;
@@ -341,7 +343,7 @@ async function main(): Promise<void> {
     const startServer = async (name: string, databaseUrl: string, file: string, env: NodeJS.ProcessEnv = {}, checkout?: string, metrics = false) => {
       const port = metrics ? await freePort() : undefined;
       const system = await start(startPlantstore(name, databaseUrl, log(file), { ...env, ...(port === undefined ? {} : { METRICS_PORT: String(port) }) }, checkout));
-      if (port !== undefined) scrapers.set(system, { url: `http://127.0.0.1:${port}/metrics`, scrapes: 0, failures: 0, bytes: 0 });
+      if (port !== undefined) scrapers.set(system, { url: `http://127.0.0.1:${port}/metrics`, scrapes: 0, failures: 0, bytes: 0, label: file });
       if (databaseUrl.startsWith('postgres')) pgSystems.add(system);
       return system;
     };
@@ -747,7 +749,7 @@ async function main(): Promise<void> {
     for (const line of webhookSummaries) console.log(line);
     for (const [system, scraper] of scrapers) {
       if (scraper.scrapes === 0) continue;
-      console.log(`scrapes (${system.name}): ${scraper.scrapes} every ${SCRAPE_INTERVAL_MS / 1000} s during its loads, ` +
+      console.log(`scrapes (${system.name}${scraper.label ? `, ${scraper.label}` : ''}): ${scraper.scrapes} every ${SCRAPE_INTERVAL_MS / 1000} s during its loads, ` +
         `${scraper.failures === 0 ? 'every one answered 200' : `${scraper.failures} FAILED`}, ${Math.round(scraper.bytes / 1024)} KB each`);
     }
     for (const line of summaries) console.log(line);

@@ -46,7 +46,7 @@ export function ensureWrk(): void {
 
 const lua = (s: string) => JSON.stringify(s); // a JSON string literal is a valid Lua string literal here
 
-/** Writes the summary line and the ids the threads acknowledged (their global \`acks\`) to \`out\`. */
+/** Writes the summary line and the ids the threads acknowledged (their global `acks`) to `out`. */
 export function doneFunction(out: string): string {
   return `
 done = function(summary, latency, requests)

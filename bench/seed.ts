@@ -88,12 +88,21 @@ export function writeJsonServerDb(path: string, plants: number): void {
   writeFileSync(path, JSON.stringify({ plants: rows }));
 }
 
-/** Registers one webhook endpoint of the bench user, receiving its new plants, as POST /webhooks would. */
-export async function registerWebhook(databaseUrl: string, url: string): Promise<void> {
+/**
+ * A user who never creates: the rows of scenarios 1, 2 and the mix run with one endpoint of theirs, so
+ * that every create pays the "does anyone receive this owner's plants" check and the dispatcher runs,
+ * while no event is queued (scenario 4 measures deliveries).
+ */
+export const WEBHOOK_OWNER = 'bench-webhook-owner';
+/** Never called: no event is ever queued for WEBHOOK_OWNER's endpoint (.invalid never resolves anyway). */
+export const UNUSED_WEBHOOK_URL = 'https://receiver.bench.invalid/hook';
+
+/** Registers one webhook endpoint of `user` (the bench user by default), receiving their new plants, as POST /webhooks would. */
+export async function registerWebhook(databaseUrl: string, url: string, user = BENCH_USER): Promise<void> {
   const store = await openStore(parseDatabaseUrl(databaseUrl), { logger: createLogger('silent'), poolSize: 1, startupTimeoutMs: 5000 });
   try {
     const made = await store.createWebhook(
-      { id: newEndpointId(), user: BENCH_USER, allUsers: false, url, description: 'bench', secret: newWebhookSecret() },
+      { id: newEndpointId(), user, allUsers: false, url, description: 'bench', secret: newWebhookSecret() },
       10,
     );
     if (made === 'limit') throw new Error('webhook limit reached while seeding');

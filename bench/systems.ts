@@ -56,6 +56,12 @@ async function untilAnswers(url: string, child: ChildProcess, what: string): Pro
   }
 }
 
+let nodeFlags: string[] = [];
+/** The bench's --profile DIR: every plantstore started from now on writes a V8 CPU profile into `dir` when it stops. */
+export function profilePlantstore(dir: string): void {
+  nodeFlags = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+}
+
 /**
  * plantstore as users run it: the compiled CLI, `serve`, default settings but for the store and port.
  * Its log goes to a file, as in production, not to a pipe this busy process would have to drain.
@@ -67,7 +73,7 @@ export async function startPlantstore(
   const port = await freePort();
   const log = openSync(logFile, 'a');
   const bin = checkout === undefined ? root('bin/plantstore.js') : join(checkout, 'bin/plantstore.js');
-  const child = spawn(process.execPath, [bin, 'serve', '--port', String(port)], {
+  const child = spawn(process.execPath, [...nodeFlags, bin, 'serve', '--port', String(port)], {
     env: { ...process.env, DATABASE_URL: databaseUrl, ...env },
     stdio: ['ignore', log, log],
   });
@@ -94,11 +100,18 @@ export async function startReceiver(): Promise<System & { stats(): Promise<{ rec
   };
 }
 
-/** The bench's identity provider (bench/jwks-server.mjs): a key set, and a JWT for `user` signed with its key. */
-export async function startJwks(user: string, audience: string): Promise<System & { jwksUrl: string; token: string }> {
-  const { child, match } = await spawnUntil('jwks', [root('bench/jwks-server.mjs')], { JWT_USER: user, JWT_AUDIENCE: audience }, /\{"port":(\d+),"token":"([^"]+)"\}/);
+/**
+ * The bench's identity provider (bench/jwks-server.mjs): a key set, and a JWT for `user` signed with its
+ * key (scope plants:read); `more.users` get one each too (read and write), in `more.users`' order.
+ */
+export async function startJwks(
+  user: string, audience: string, more?: { users: readonly string[]; file: string },
+): Promise<System & { jwksUrl: string; token: string; tokens: string[] }> {
+  const env = { JWT_USER: user, JWT_AUDIENCE: audience, ...(more ? { JWT_USERS: more.users.join(','), JWT_TOKENS_FILE: more.file } : {}) };
+  const { child, match } = await spawnUntil('jwks', [root('bench/jwks-server.mjs')], env, /\{"port":(\d+),"token":"([^"]+)"\}/);
   const url = `http://127.0.0.1:${match[1]}`;
-  return { name: 'jwks', url, pid: child.pid as number, stop: stopper(child), jwksUrl: `${url}/jwks`, token: match[2] as string };
+  const tokens = more ? readFileSync(more.file, 'utf8').trimEnd().split('\n') : [];
+  return { name: 'jwks', url, pid: child.pid as number, stop: stopper(child), jwksUrl: `${url}/jwks`, token: match[2] as string, tokens };
 }
 
 /** json-server 0.17, the mock users pick today, serving `dbFile`, request logging off. */

@@ -15,6 +15,11 @@ export interface WrkRun {
   readonly seconds: number;
   /** POST only: ids are `firstId`, `firstId + 1`, …, each in the body and echoed in the plant's name. */
   readonly firstId?: number;
+  /**
+   * A script of the caller's instead (the realistic mix), given the file its `done` must write: a first
+   * line as this module's own script writes, then the acknowledged ids, one a line.
+   */
+  readonly script?: (out: string) => string;
 }
 
 export interface WrkResult {
@@ -41,16 +46,9 @@ export function ensureWrk(): void {
 
 const lua = (s: string) => JSON.stringify(s); // a JSON string literal is a valid Lua string literal here
 
-/**
- * One thread, so that wrk's own CPU is one core at most and one Lua state sees every answer. A create's
- * answer is the Plant, whose name carries its id, so the ids acknowledged can be checked in the store.
- */
-function script(run: WrkRun, out: string): string {
-  const headers = Object.entries(run.headers).map(([k, v]) => `wrk.headers[${lua(k)}] = ${lua(v)}`).join('\n');
-  const common = `
-wrk.method = ${lua(run.method)}
-wrk.path = ${lua(run.path)}
-${headers}
+/** Writes the summary line and the ids the threads acknowledged (their global `acks`) to `out`. */
+export function doneFunction(out: string): string {
+  return `
 done = function(summary, latency, requests)
   local e = summary.errors
   local f = io.open(${lua(out)}, "w")
@@ -65,6 +63,19 @@ end
 threads = {}
 setup = function(thread) table.insert(threads, thread) end
 `;
+}
+
+/**
+ * One thread, so that wrk's own CPU is one core at most and one Lua state sees every answer. A create's
+ * answer is the Plant, whose name carries its id, so the ids acknowledged can be checked in the store.
+ */
+function script(run: WrkRun, out: string): string {
+  const headers = Object.entries(run.headers).map(([k, v]) => `wrk.headers[${lua(k)}] = ${lua(v)}`).join('\n');
+  const common = `
+wrk.method = ${lua(run.method)}
+wrk.path = ${lua(run.path)}
+${headers}
+${doneFunction(out)}`;
   if (run.method === 'GET') return common;
   return `${common}
 local next_id = ${run.firstId ?? 1}
@@ -89,7 +100,7 @@ export async function wrk(run: WrkRun): Promise<WrkResult> {
   const dir = mkdtempSync(join(tmpdir(), 'plantstore-wrk-'));
   try {
     const out = join(dir, 'result');
-    writeFileSync(join(dir, 'script.lua'), script(run, out));
+    writeFileSync(join(dir, 'script.lua'), run.script === undefined ? script(run, out) : run.script(out));
     const args = ['-t1', `-c${run.connections}`, `-d${run.seconds}s`, '--timeout', '10s', '-s', join(dir, 'script.lua'), run.url];
     const child = spawn('wrk', args, { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';

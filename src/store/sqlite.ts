@@ -41,6 +41,17 @@ const SQLITE: Dialect = {
 };
 const SQL = statements(SQLITE);
 
+/**
+ * A list statement whose plan does not depend on the values bound: `+?` rather than `?`. SQLite 3.53
+ * plans `LIMIT ?` for the value bound, and with ANALYZE's sqlite_stat4 samples (`ANALYZE` or `PRAGMA
+ * optimize` on the store) also `owner = ?`, `tag = ?` and `seq > ?`: binding a new value then makes the
+ * next step parse and plan the statement again (sqlite3Reprepare), about a fifth of a list query's time
+ * (measured with perf). The unary plus is a no-op on the value, and leaves the index ranges as they are
+ * (EXPLAIN QUERY PLAN: the same index, the same range); the one index per shape is the right plan
+ * whatever the values. The list texts hold no `?` but their placeholders.
+ */
+const unplanned = (text: string): string => text.replaceAll('?', '+?');
+
 /** Webhook bookkeeping: losing it to a power cut only repeats a delivery (see WriteQueue.add). */
 const NOT_DURABLE = { durable: false } as const;
 
@@ -195,10 +206,10 @@ class SqliteStore implements CacheableStore, TransferableStore {
     this.#findPlant = db.prepare('SELECT name, tag FROM plants WHERE owner = ? AND id = ?');
     this.#deletePlant = db.prepare(SQL.deletePlant);
     this.#list = {
-      owner: db.prepare(SQL.list.owner.text),
-      ownerTag: db.prepare(SQL.list.ownerTag.text),
-      all: db.prepare(SQL.list.all.text),
-      allTag: db.prepare(SQL.list.allTag.text),
+      owner: db.prepare(unplanned(SQL.list.owner.text)),
+      ownerTag: db.prepare(unplanned(SQL.list.ownerTag.text)),
+      all: db.prepare(unplanned(SQL.list.all.text)),
+      allTag: db.prepare(unplanned(SQL.list.allTag.text)),
     };
     this.#insertToken = db.prepare(SQL.insertToken);
     this.#tokenByHash = db.prepare(SQL.tokenByHash);

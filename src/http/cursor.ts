@@ -83,19 +83,33 @@ export class CursorCodec {
   }
 }
 
+/** How many cursors PageCursors remembers by their text (about 200 bytes each): 2 MB at most. */
+const MEMO_ENTRIES = 10_000;
+
+/** A listing and a position in it, as one string: U+0000 separates, as in `associatedData`. */
+const memoKey = (position: number, { owner, tag }: CursorScope): string =>
+  `${position}\u0000${owner === null ? '*' : `@${owner}`}${tag === undefined ? '' : `\u0000${tag}`}`;
+
 /**
  * The cursors of GET /plants: sealed with the store's key, read on first need (a store still opening
- * answers 503 until then). A store may hand out the same page object again while it is valid (a
- * cached page); the cursor sealed for it is then kept for it, since a seal costs about as much CPU
- * (5-10 µs) as the rest of a cached list. Keyed weakly, by the page: it goes when the page does, so a
- * page read anew after a write gets a new seal, and the store's cache bounds how many there are (its
- * byte bound allows for one such short text per page; see PlantPage). A cached page belongs to one
- * listing, and the memo is checked against it anyway.
+ * answers 503 until then). A seal costs about as much CPU (5-10 µs) as the rest of a cached list, and an
+ * open as much again, so cursors are remembered:
+ *
+ * - by page, weakly: a store may hand out the same page object again while it is valid (a cached page),
+ *   and the cursor sealed for it is then kept for it. It goes when the page does, so a page read anew
+ *   after a write gets a new seal, and the store's cache bounds how many there are (its byte bound
+ *   allows for one such short text per page; see PlantPage). A cached page belongs to one listing, and
+ *   the memo is checked against it anyway.
+ * - by text, the last MEMO_ENTRIES sealed or opened: a cursor this process sealed or already opened is
+ *   known for what it is, and opens without the cipher, for its own listing only (anything else still
+ *   goes to the cipher, which refuses it).
  */
 export class PageCursors {
   readonly #store: Store;
   #codec: CursorCodec | undefined;
   readonly #sealed = new WeakMap<PlantPage, { readonly cursor: string; readonly owner: string | null; readonly tag: string | undefined }>();
+  /** cursor → its position, and memoKey(position, listing). Oldest out first. */
+  readonly #opened = new Map<string, { readonly key: string; readonly position: number }>();
 
   constructor(store: Store) {
     this.#store = store;
@@ -105,12 +119,23 @@ export class PageCursors {
     return (this.#codec ??= new CursorCodec(await this.#store.cursorKey()));
   }
 
+  #remember(cursor: string, position: number, scope: CursorScope): void {
+    if (this.#opened.size >= MEMO_ENTRIES) {
+      const oldest = this.#opened.keys().next();
+      if (!oldest.done) this.#opened.delete(oldest.value);
+    }
+    this.#opened.set(cursor, { key: memoKey(position, scope), position });
+  }
+
   /** The position to continue after; 400 40003 for anything not sealed for this listing. */
   async open(cursor: string, scope: CursorScope): Promise<number> {
+    const known = this.#opened.get(cursor);
+    if (known !== undefined && known.key === memoKey(known.position, scope)) return known.position;
     const position = (this.#codec ?? (await this.#load())).open(cursor, scope);
     if (position === null) {
       throw new ApiError(ERRORS.invalidQuery, `${ERRORS.invalidQuery.message}: cursor is not one this service issued for this listing`);
     }
+    this.#remember(cursor, position, scope);
     return position;
   }
 
@@ -125,6 +150,7 @@ export class PageCursors {
     if (page.next === null) throw new Error('a last page has no next cursor');
     const cursor = (this.#codec ?? (await this.#load())).seal(page.next, scope);
     this.#sealed.set(page, { cursor, owner: scope.owner, tag: scope.tag });
+    this.#remember(cursor, page.next, scope);
     return cursor;
   }
 }

@@ -56,7 +56,9 @@ class ListCachingStore implements Store {
     const cached = this.#cache.get(key);
     if (cached) return cached;
     const readAt = this.#cache.stamp();
-    const page = new CachedPage(await this.#inner.listPlants(query));
+    const read = await this.#inner.listPlants(query);
+    // A page that carries its JSON text (SQLite's) is kept as it is.
+    const page = read.json === undefined ? new CachedPage(read) : read;
     this.#cache.set(query, key, page, readAt);
     return page;
   }

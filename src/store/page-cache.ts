@@ -55,9 +55,14 @@ const CACHE_BYTES_PER_PLANT = 256;
  */
 function estimate(key: string, page: PlantPage): number {
   let bytes = ENTRY_BYTES + 2 * key.length + (page.next === null ? 0 : NEXT_BYTES);
+  // A page that carries its JSON text and its size (SQLite's) keeps no plant objects: its text is all.
+  if (page.json !== undefined && page.size !== undefined) return bytes + 2 * page.json.length;
   for (const plant of page.plants) bytes += PLANT_BYTES + 4 * (plant.name.length + (plant.tag?.length ?? 0));
   return bytes;
 }
+
+/** What a page counts against the plants bound: its plants, and at least one (an empty page is not free). */
+const slotsOf = (page: PlantPage): number => Math.max(1, page.size ?? page.plants.length);
 
 /**
  * Pages of plant lists kept in memory, so reading the same page again costs no query. Never stale:
@@ -149,7 +154,7 @@ export class PageCache {
     // last write by anyone stands in for it.
     const lastWrite = query.owner === null ? this.#lastWrite : (this.#owners.get(query.owner)?.lastWrite ?? this.#lastWrite);
     if (lastWrite >= readAt) return;
-    const slots = Math.max(1, page.plants.length);
+    const slots = slotsOf(page);
     const bytes = estimate(key, page);
     if (slots > this.#maxPlants || bytes + OWNER_BYTES > this.#maxBytes) return;
     const old = this.#pages.get(key);

@@ -9,12 +9,13 @@ import type {
 } from '../domain/webhook.js';
 import { MemoryRateCounter } from './rate-counter.js';
 import {
-  backlogOf, listCall, migrationValues, pageOf, pendingMigrations, statements, tokenOf, tokenValues,
-  type BacklogRow, type Dialect, type ListShape, type PlantRow, type TokenRow,
+  backlogOf, migrationValues, pendingMigrations, statements, tokenOf, tokenValues,
+  type BacklogRow, type Dialect, type TokenRow,
 } from './sql.js';
 import { currentUser, isBusy, isUnwritable, named, openFailure, storeError } from './sqlite-errors.js';
 import { identityOf, prepareStorePath, quickCheck, takeServerLock, watchIdentity } from './sqlite-file.js';
 import { FIRST_RETRY_MS, MAX_RETRY_MS, WriteQueue } from './sqlite-queue.js';
+import { PageReader } from './sqlite-pages.js';
 import { SqliteTransfer } from './sqlite-transfer.js';
 import { SqliteWebhooks } from './sqlite-webhooks.js';
 import {
@@ -164,7 +165,7 @@ class SqliteStore implements CacheableStore, TransferableStore {
   readonly #insertPlant: Database.Statement<[string, bigint, string, string | null]>;
   readonly #findPlant: Database.Statement<[string, bigint], { name: string; tag: string | null }>;
   readonly #deletePlant: Database.Statement<[string, bigint]>;
-  readonly #list: Readonly<Record<ListShape, Database.Statement<unknown[], PlantRow>>>;
+  readonly #pages: PageReader;
   readonly #insertToken: Database.Statement<unknown[], TokenRow>;
   readonly #tokenByHash: Database.Statement<[string], TokenRow>;
   readonly #tokens: Database.Statement<[], TokenRow>;
@@ -194,12 +195,7 @@ class SqliteStore implements CacheableStore, TransferableStore {
     );
     this.#findPlant = db.prepare('SELECT name, tag FROM plants WHERE owner = ? AND id = ?');
     this.#deletePlant = db.prepare(SQL.deletePlant);
-    this.#list = {
-      owner: db.prepare(SQL.list.owner.text),
-      ownerTag: db.prepare(SQL.list.ownerTag.text),
-      all: db.prepare(SQL.list.all.text),
-      allTag: db.prepare(SQL.list.allTag.text),
-    };
+    this.#pages = new PageReader(db);
     this.#insertToken = db.prepare(SQL.insertToken);
     this.#tokenByHash = db.prepare(SQL.tokenByHash);
     this.#tokens = db.prepare(SQL.tokens);
@@ -302,15 +298,11 @@ class SqliteStore implements CacheableStore, TransferableStore {
 
   async listPlants(query: ListQuery): Promise<PlantPage> {
     this.assertReadable();
-    const [shape, values] = listCall(query);
-    let rows;
     try {
-      // better-sqlite3 binds an array's items to the anonymous parameters in order.
-      rows = this.#list[shape].all(values);
+      return this.#pages.read(query);
     } catch (error) {
       throw storeError(error);
     }
-    return pageOf(rows, query.limit);
   }
 
   deletePlant(owner: string, id: bigint): Promise<boolean> {

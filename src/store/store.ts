@@ -31,6 +31,8 @@ export interface PlantPage {
    * what the list route's schema serializes, so a reader may send it as it is.
    */
   readonly json?: string;
+  /** How many plants `json` holds, given with it (so that a reader need not parse it to count them). */
+  readonly size?: number;
 }
 
 export interface RateCount {

@@ -276,12 +276,15 @@ interface PendingList {
   reject(error: unknown): void;
 }
 
+/** Whether seq `a` comes after seq `b`: both positive bigints as PostgreSQL writes them (no leading zeros). */
+const after = (a: string, b: string): boolean => (a.length === b.length ? a > b : a.length > b.length);
+
 /** The page of `limit` plants in `rows` (one list's rows, limit + 1 when more remain), in seq order. */
 function pageOfRows(rows: ListBatchRow[], limit: number): PlantPage {
-  // The statement gives each list's rows in index order; a plan that did otherwise is put right here.
+  // Each branch gives its rows in index order; a plan that did otherwise is put right here.
   for (let i = 1; i < rows.length; i++) {
-    if (BigInt((rows[i - 1] as ListBatchRow)[1]) > BigInt((rows[i] as ListBatchRow)[1])) {
-      rows.sort((a, b) => (BigInt(a[1]) < BigInt(b[1]) ? -1 : 1));
+    if (after((rows[i - 1] as ListBatchRow)[1], (rows[i] as ListBatchRow)[1])) {
+      rows.sort((a, b) => (after(a[1], b[1]) ? 1 : -1));
       break;
     }
   }
@@ -480,7 +483,7 @@ class PostgresStore implements TransferableStore {
     const values: unknown[] = [];
     for (const l of batch) values.push(...listCall(l.query)[1]);
     const { name, text } = listBatch(shape, batch.length);
-    this.#query<ListBatchRow>(name, text, values, 'array').then(
+    const done = this.#query<ListBatchRow>(name, text, values, 'array').then(
       (result) => {
         const rows = result.rows as unknown as ListBatchRow[];
         const each: ListBatchRow[][] = batch.map(() => []);
@@ -488,6 +491,8 @@ class PostgresStore implements TransferableStore {
         batch.forEach((l, i) => l.resolve(pageOfRows(each[i] as ListBatchRow[], l.query.limit)));
       },
     ).catch((error: unknown) => batch.forEach((l) => l.reject(error))); // a settled one ignores this
+    this.#inFlight.add(done);
+    void done.finally(() => this.#inFlight.delete(done));
   }
 
   async deletePlant(owner: string, id: bigint): Promise<boolean> {
@@ -831,6 +836,7 @@ class PostgresStore implements TransferableStore {
 
   async close(): Promise<void> {
     if (this.#pending.length > 0) this.#flush();
+    if (this.#lists.length > 0) this.#flushLists();
     await Promise.all(this.#inFlight);
     if (!this.#pool.ended) await this.#pool.end();
   }

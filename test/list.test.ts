@@ -41,6 +41,24 @@ test('pages follow creation order, oldest first, with no plant missed or repeate
   assert.deepEqual(pages.flat().map((p) => (p as { name: string }).name), Array.from({ length: 25 }, (_, i) => `plant ${i + 1}`));
 });
 
+test('a page is the bytes the schema serializes, for every storable string (PostgreSQL builds them itself)', async (t) => {
+  const { app, token } = await testApp(t);
+  const alice = await token('alice');
+  const odd = [
+    'quote " and \\ back', 'tab\tnew\nline\r\b\f\u0001\u001f\u007f', 'line\u2028sep\u2029', 'emoji 🌵 👩‍🌾', 'é e\u0301 שלום',
+    '</script>', 'BOM \ufeff max \uffff astral \u{10ffff}', '',
+  ];
+  const plants = odd.flatMap((s, i) => [{ name: s || 'empty tag', tag: s }, { name: `${s}!` }].map((p, j) => ({ id: 2 * i + j + 1, ...p })));
+  for (const p of plants) assert.equal((await create(app, alice, p)).statusCode, 200);
+  const expected = plants.map(({ name, tag }) => (tag === undefined ? { name } : { name, tag }));
+  const page = await list(app, alice, '?limit=1000');
+  assert.equal(page.headers['content-type'], 'application/json; charset=utf-8');
+  assert.equal(page.body, JSON.stringify(expected));
+  const first = await list(app, alice, '?limit=3');
+  assert.equal(first.body, JSON.stringify(expected.slice(0, 3)));
+  assert.equal((await list(app, alice, nextUrl(first.headers.link)?.slice('/plants'.length))).body, JSON.stringify(expected.slice(3, 6)));
+});
+
 test('a plant created after a page was read appears on a later page', async (t) => {
   const { app, token } = await testApp(t);
   const alice = await token('alice');

@@ -10,6 +10,7 @@ import { openStore } from '../src/store/open.js';
 import Database from '../src/store/sqlite-driver.js';
 import { issueToken } from '../src/tokens.js';
 import { doneFunction } from './wrk.js';
+import { freshSchema } from './seed.js';
 
 export const MIX_USERS = 1000;
 export const MIX_PLANTS = 150_000;
@@ -118,17 +119,7 @@ export async function seedMixSqlite(path: string): Promise<string[]> {
 
 /** A fresh schema `schema`: returns the URL that selects it and the users' tokens. */
 export async function seedMixPostgres(baseUrl: string, schema: string): Promise<{ url: string; tokens: string[] }> {
-  const admin = new pg.Client({ connectionString: baseUrl });
-  await admin.connect();
-  try {
-    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await admin.query(`CREATE SCHEMA ${schema}`);
-  } finally {
-    await admin.end();
-  }
-  const u = new URL(baseUrl);
-  u.searchParams.set('options', `-c search_path=${schema}`);
-  const url = u.toString();
+  const url = await freshSchema(baseUrl, schema);
   const tokens = await prepareMixStore(url);
   const plants = mixPlants();
   const client = new pg.Client({ connectionString: url });

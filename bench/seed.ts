@@ -43,8 +43,8 @@ export async function seedSqlite(path: string, plants: number): Promise<string> 
   return token;
 }
 
-/** Seeds a fresh schema in the given database; returns the URL that selects it and the token. */
-export async function seedPostgres(baseUrl: string, schema: string, plants: number): Promise<{ url: string; token: string }> {
+/** Drops and creates `schema` in the database of `baseUrl`; returns the URL that selects it. */
+export async function freshSchema(baseUrl: string, schema: string): Promise<string> {
   const admin = new pg.Client({ connectionString: baseUrl });
   await admin.connect();
   try {
@@ -55,7 +55,12 @@ export async function seedPostgres(baseUrl: string, schema: string, plants: numb
   }
   const u = new URL(baseUrl);
   u.searchParams.set('options', `-c search_path=${schema}`);
-  const url = u.toString();
+  return u.toString();
+}
+
+/** Seeds a fresh schema in the given database; returns the URL that selects it and the token. */
+export async function seedPostgres(baseUrl: string, schema: string, plants: number): Promise<{ url: string; token: string }> {
+  const url = await freshSchema(baseUrl, schema);
   const token = await prepareStore(url);
   const client = new pg.Client({ connectionString: url });
   await client.connect();

@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { plantOf, plantOfColumns, samePlant, type NewPlant, type Plant } from '../domain/plant.js';
+import { plantOf, plantOfColumns, samePlant, type NewPlant } from '../domain/plant.js';
 import {
-  backlogOf, claimedOf, listCall, migrationValues, pendingMigrations, statements, tokenOf, tokenValues,
+  backlogOf, claimedOf, JsonPage, listCall, migrationValues, pendingMigrations, statements, tokenOf, tokenValues,
   type BacklogRow, type ClaimRow, type Dialect, type ListShape, type PlantRow, type TokenRow,
 } from './sql.js';
 import type {
@@ -291,27 +291,7 @@ function pageOfRows(rows: ListBatchRow[], limit: number): PlantPage {
   const count = Math.min(rows.length, limit);
   let json = '[';
   for (let i = 0; i < count; i++) json += i === 0 ? (rows[i] as ListBatchRow)[2] : `,${(rows[i] as ListBatchRow)[2]}`;
-  return new JsonPage(`${json}]`, rows.length > limit ? Number((rows[limit - 1] as ListBatchRow)[1]) : null);
-}
-
-/**
- * A page read from PostgreSQL: the route sends `json` as it is. `plants` (for callers of the store
- * itself: tests, tools) is parsed from it on first use; JSON.parse gives exactly the Plant objects,
- * tag absent when NULL.
- */
-class JsonPage implements PlantPage {
-  readonly json: string;
-  readonly next: number | null;
-  #plants: readonly Plant[] | undefined;
-
-  constructor(json: string, next: number | null) {
-    this.json = json;
-    this.next = next;
-  }
-
-  get plants(): readonly Plant[] {
-    return (this.#plants ??= JSON.parse(this.json) as Plant[]);
-  }
+  return new JsonPage(`${json}]`, count, rows.length > limit ? Number((rows[limit - 1] as ListBatchRow)[1]) : null);
 }
 
 /** A statement on the connection of a transaction. */

@@ -1,4 +1,4 @@
-import { plantOfColumns } from '../domain/plant.js';
+import type { Plant } from '../domain/plant.js';
 import type { ClaimedDelivery } from '../domain/webhook.js';
 import { isScope, type Scope } from '../domain/principal.js';
 import { loadMigrations, type Migration } from './migrations.js';
@@ -106,13 +106,23 @@ export interface PlantRow {
   readonly tag: string | null;
 }
 
-/** The page of `limit` plants in `rows` (read with `listCall`, so one more when more remain). */
-export function pageOf(rows: readonly PlantRow[], limit: number): PlantPage {
-  const more = rows.length > limit;
-  const count = more ? limit : rows.length;
-  const plants = new Array<ReturnType<typeof plantOfColumns>>(count);
-  for (let i = 0; i < count; i++) plants[i] = plantOfColumns(rows[i] as PlantRow);
-  return { plants, next: more ? Number((rows[limit - 1] as PlantRow).seq) : null };
+/**
+ * A page as a store reads it: its plants as JSON text, made by the database (SQLite's json_quote,
+ * PostgreSQL's to_json: each escapes as JSON.stringify does), which the list route sends as it is.
+ * `plants` (for callers of the store itself: tests, tools; nothing on the request path) is parsed from
+ * the text whenever asked and not kept, so a cached page holds its text only, which is what the page
+ * cache counts.
+ */
+export class JsonPage implements PlantPage {
+  constructor(
+    readonly json: string,
+    readonly size: number,
+    readonly next: number | null,
+  ) {}
+
+  get plants(): readonly Plant[] {
+    return JSON.parse(this.json) as Plant[];
+  }
 }
 
 /** The values of `statements().insertToken`, in order. */

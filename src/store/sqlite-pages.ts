@@ -1,6 +1,5 @@
 import type Database from './sqlite-driver.js';
-import type { Plant } from '../domain/plant.js';
-import type { ListShape } from './sql.js';
+import { JsonPage, type ListShape } from './sql.js';
 import type { ListQuery, PlantPage } from './store.js';
 
 /**
@@ -41,23 +40,6 @@ function pageText(shape: ListShape): string {
 }
 
 type PageRow = [json: string | null, size: number, last: number | null, more: number];
-
-/**
- * A page as SQLite writes it: its JSON text, sent as it is by the route. Its plants are parsed from
- * that text whenever asked (tests, nothing on the request path), and not kept: a cached page holds its
- * text only, which is what the page cache counts.
- */
-class JsonPage implements PlantPage {
-  constructor(
-    readonly json: string,
-    readonly size: number,
-    readonly next: number | null,
-  ) {}
-
-  get plants(): readonly Plant[] {
-    return JSON.parse(this.json) as Plant[];
-  }
-}
 
 /** The list statements of one connection, prepared once. */
 export class PageReader {

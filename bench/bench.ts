@@ -102,6 +102,15 @@ interface Scraper {
   scrapes: number;
   failures: number;
   bytes: number;
+  /** The list cache's lookups since the server started, as the last scrape counted them. */
+  cacheHits?: number | undefined;
+  cacheMisses?: number | undefined;
+}
+
+/** A counter's value in a Prometheus text exposition, or undefined. */
+function counter(text: string, name: string): number | undefined {
+  const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+  return match?.[1] === undefined ? undefined : Number(match[1]);
 }
 
 function scrapeDuring(scraper: Scraper | undefined): () => void {
@@ -112,6 +121,8 @@ function scrapeDuring(scraper: Scraper | undefined): () => void {
       scraper.scrapes++;
       scraper.bytes = text.length;
       if (res.status !== 200 || !text.includes('plantstore_http_requests_total')) scraper.failures++;
+      scraper.cacheHits = counter(text, 'plantstore_list_cache_hits_total');
+      scraper.cacheMisses = counter(text, 'plantstore_list_cache_misses_total');
     }, () => scraper.failures++);
   };
   once();
@@ -750,7 +761,9 @@ async function main(): Promise<void> {
     for (const [system, scraper] of scrapers) {
       if (scraper.scrapes === 0) continue;
       console.log(`scrapes (${system.name}${scraper.label ? `, ${scraper.label}` : ''}): ${scraper.scrapes} every ${SCRAPE_INTERVAL_MS / 1000} s during its loads, ` +
-        `${scraper.failures === 0 ? 'every one answered 200' : `${scraper.failures} FAILED`}, ${Math.round(scraper.bytes / 1024)} KB each`);
+        `${scraper.failures === 0 ? 'every one answered 200' : `${scraper.failures} FAILED`}, ${Math.round(scraper.bytes / 1024)} KB each` +
+        (scraper.cacheHits === undefined || scraper.cacheMisses === undefined || scraper.cacheHits + scraper.cacheMisses === 0 ? '' :
+          `; list cache ${(100 * scraper.cacheHits / (scraper.cacheHits + scraper.cacheMisses)).toFixed(0)}% hits since start`));
     }
     for (const line of summaries) console.log(line);
     for (const [name, t, url, ownerOf] of durability) {

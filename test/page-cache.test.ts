@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { PageCache } from '../src/store/page-cache.js';
 import type { PlantPage } from '../src/store/store.js';
-import { create, list, testApp } from './helpers.js';
+import { create, list, nextUrl, testApp } from './helpers.js';
 
 const page = (n: number): PlantPage => ({ plants: Array.from({ length: n }, (_, i) => ({ name: `p${i}` })), next: null });
 
@@ -20,6 +20,40 @@ test('PageCache serves a page until its owner writes; an admin page until anyone
   assert.equal(cache.get(cache.key(admin)), undefined, "bob's write drops the admin page");
   cache.wrote('alice');
   assert.equal(cache.get(cache.key(alice)), undefined);
+});
+
+test('PageCache keeps a page with a next position through creates, not through deletes; a last page through neither', () => {
+  const cache = new PageCache(100);
+  const q = (owner: string | null, after = 0) => ({ owner, limit: 2, after });
+  const full: PlantPage = { plants: [{ name: 'a' }, { name: 'b' }], next: 2 };
+  const last: PlantPage = { plants: [{ name: 'c' }], next: null };
+  const fill = () => {
+    for (const owner of ['alice', null]) {
+      cache.set(q(owner), cache.key(q(owner)), full);
+      cache.set(q(owner, 2), cache.key(q(owner, 2)), last);
+    }
+  };
+  fill();
+  cache.appended('alice');
+  assert.equal(cache.get(cache.key(q('alice'))), full, 'a create comes after the page: it stays exact');
+  assert.equal(cache.get(cache.key(q('alice', 2))), undefined, 'the last page would gain the plant');
+  assert.equal(cache.get(cache.key(q(null))), full, "the admin list's first page stays too");
+  assert.equal(cache.get(cache.key(q(null, 2))), undefined);
+  fill();
+  cache.appended('bob');
+  assert.equal(cache.get(cache.key(q('alice', 2))), last, "bob's create leaves alice's last page");
+  assert.equal(cache.get(cache.key(q(null, 2))), undefined, "but not the admin list's");
+  fill();
+  cache.wrote('alice');
+  assert.equal(cache.get(cache.key(q('alice'))), undefined, 'a delete may change any page');
+  assert.equal(cache.get(cache.key(q(null))), undefined);
+  // Read before a create, kept after it: a page with a next position is still taken, a last page not.
+  const before = cache.stamp();
+  cache.appended('carol');
+  cache.set(q('carol'), cache.key(q('carol')), full, before);
+  cache.set(q('carol', 2), cache.key(q('carol', 2)), last, before);
+  assert.equal(cache.get(cache.key(q('carol'))), full);
+  assert.equal(cache.get(cache.key(q('carol', 2))), undefined);
 });
 
 test('PageCache keys tell apart owners, limits, positions and an empty tag from no tag', () => {
@@ -128,4 +162,44 @@ test('a cached list answers the same bytes as the route serializes an uncached o
       assert.equal(res.rawPayload.toString('latin1'), expected.rawPayload.toString('latin1'), `${query}, round ${round}`);
     }
   }
+});
+
+test('after creates and a delete, every cached page of a walk answers what an uncached store answers', async (t) => {
+  const cached = await testApp(t); // the server's handle: on SQLite, lists are cached
+  const uncached = await testApp(t, {}, { ...cached, store: await cached.reopen() });
+  const alice = await cached.token('alice');
+  const bodies = async (app: typeof cached.app, first: string): Promise<string[]> => {
+    const found: string[] = [];
+    for (let query: string | undefined = first; query !== undefined;) {
+      const res = await list(app, alice, query);
+      assert.equal(res.statusCode, 200);
+      found.push(res.body);
+      query = nextUrl(res.headers.link)?.slice('/plants'.length);
+    }
+    return found;
+  };
+  const check = async (when: string) => {
+    for (const first of ['?limit=2', '?limit=2&tag=x', '?limit=3']) {
+      // Twice through the cached server: the first walk may fill the cache, the second is served from it.
+      for (let round = 0; round < 2; round++) {
+        assert.deepEqual(await bodies(cached.app, first), await bodies(uncached.app, first), `${when}, ${first}, round ${round}`);
+      }
+    }
+  };
+  let id = 0;
+  const add = async (n: number) => {
+    for (let i = 0; i < n; i++) {
+      id++;
+      assert.equal((await create(cached.app, alice, id % 2 === 0 ? { id, name: `p${id}`, tag: 'x' } : { id, name: `p${id}` })).statusCode, 200);
+    }
+  };
+  await add(6); // pages of 2 end full: the last page has no next link
+  await check('six plants');
+  await add(1);
+  await check('one more');
+  await add(3);
+  await check('three more');
+  const gone = await cached.app.inject({ method: 'DELETE', url: '/plants/2', headers: { authorization: `Bearer ${alice}` } });
+  assert.equal(gone.statusCode, 204);
+  await check('after a delete');
 });

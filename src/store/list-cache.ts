@@ -64,7 +64,7 @@ class ListCachingStore implements Store {
   }
 
   createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome> {
-    return this.#inner.createPlant(owner, plant).finally(() => this.#cache.wrote(owner));
+    return this.#inner.createPlant(owner, plant).finally(() => this.#cache.appended(owner));
   }
 
   deletePlant(owner: string, id: bigint): Promise<boolean> {

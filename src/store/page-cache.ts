@@ -1,9 +1,13 @@
 import type { ListQuery, PlantPage } from './store.js';
 
-/** An owner with pages in the cache: when it last wrote, and how many of its pages are cached. */
+/**
+ * An owner with pages in the cache: when it last changed its plants (a delete), when it last added one
+ * (a create), and how many of its pages are cached.
+ */
 interface Owner {
   readonly name: string;
   lastWrite: number;
+  lastAppend: number;
   pages: number;
 }
 
@@ -67,7 +71,8 @@ const slotsOf = (page: PlantPage): number => Math.max(1, page.size ?? page.plant
 /**
  * Pages of plant lists kept in memory, so reading the same page again costs no query. Never stale:
  * a page is served only if no plant of its owner (for an admin page: of anyone) was written after
- * the page was read. Its one user, list-cache.ts, reports every write with `wrote()` after it ended,
+ * the page was read, creates excepted for a page with a next position (see `appended`). Its one user,
+ * list-cache.ts, reports every write with `wrote()` or `appended()` after it ended,
  * and gives `set` the `stamp()` taken before the read; so it must be the only writer of plants
  * (store/open.ts caches only where it is: a SQLite server, which holds the server lock).
  *
@@ -85,8 +90,9 @@ export class PageCache {
   #oldest: Entry | null = null;
   #newest: Entry | null = null;
   readonly #owners = new Map<string, Owner>();
-  /** The last write by anyone, for admin pages. */
+  /** The last write (delete) and the last append (create) by anyone, for admin pages. */
   #lastWrite = 0;
+  #lastAppend = 0;
   #clock = 0;
   #slots = 0;
   #bytes = 0;
@@ -132,7 +138,7 @@ export class PageCache {
       this.#misses++;
       return undefined;
     }
-    if ((entry.owner?.lastWrite ?? this.#lastWrite) >= entry.readAt) {
+    if (this.#stale(entry.page, entry.readAt, entry.owner?.lastWrite ?? this.#lastWrite, entry.owner?.lastAppend ?? this.#lastAppend)) {
       this.#misses++;
       this.#remove(entry);
       return undefined;
@@ -150,10 +156,12 @@ export class PageCache {
    * turn of the event loop): it is served until a write recorded after that point.
    */
   set(query: ListQuery, key: string, page: PlantPage, readAt = this.stamp()): void {
-    // Written since the read: not kept. An owner without cached pages has no write time kept, so the
+    // Written since the read: not kept. An owner without cached pages has no write times kept, so the
     // last write by anyone stands in for it.
-    const lastWrite = query.owner === null ? this.#lastWrite : (this.#owners.get(query.owner)?.lastWrite ?? this.#lastWrite);
-    if (lastWrite >= readAt) return;
+    const known = query.owner === null ? undefined : this.#owners.get(query.owner);
+    const lastWrite = known?.lastWrite ?? this.#lastWrite;
+    const lastAppend = known?.lastAppend ?? this.#lastAppend;
+    if (this.#stale(page, readAt, lastWrite, lastAppend)) return;
     const slots = slotsOf(page);
     const bytes = estimate(key, page);
     if (slots > this.#maxPlants || bytes + OWNER_BYTES > this.#maxBytes) return;
@@ -163,7 +171,8 @@ export class PageCache {
     if (query.owner !== null) {
       owner = this.#owners.get(query.owner) ?? null;
       if (owner === null) {
-        owner = { name: query.owner, lastWrite: 0, pages: 0 };
+        // Its writes before now were not recorded for it: anyone's last write and append stand in.
+        owner = { name: query.owner, lastWrite: this.#lastWrite, lastAppend: this.#lastAppend, pages: 0 };
         this.#owners.set(query.owner, owner);
         this.#bytes += OWNER_BYTES;
       }
@@ -177,12 +186,30 @@ export class PageCache {
     while (this.#oldest !== null && (this.#slots > this.#maxPlants || this.#bytes > this.#maxBytes)) this.#remove(this.#oldest);
   }
 
-  /** A write to `owner`'s plants was committed (or may have been). */
+  /** A write to `owner`'s plants (a delete) was committed (or may have been): every page of theirs is stale. */
   wrote(owner: string): void {
-    this.#lastWrite = ++this.#clock;
+    this.#lastWrite = this.#lastAppend = ++this.#clock;
     // An owner without cached pages has nothing to make stale: nothing to remember.
     const cached = this.#owners.get(owner);
-    if (cached) cached.lastWrite = this.#lastWrite;
+    if (cached) cached.lastWrite = cached.lastAppend = this.#lastWrite;
+  }
+
+  /**
+   * A plant of `owner`'s was created (or may have been). A new plant comes after every plant there is
+   * (its position, seq, only grows and is never reused), so it can only change a page that reaches the
+   * end of its list: one without a next position, which would now gain the plant or a next link. A page
+   * with a next position holds the plants between two positions that were both there before, and stays
+   * exact: the first pages of a long list survive the creates that keep it growing.
+   */
+  appended(owner: string): void {
+    this.#lastAppend = ++this.#clock;
+    const cached = this.#owners.get(owner);
+    if (cached) cached.lastAppend = this.#lastAppend;
+  }
+
+  /** Whether a page read at `readAt` may have changed since, given its owner's (or anyone's) last write and append. */
+  #stale(page: PlantPage, readAt: number, lastWrite: number, lastAppend: number): boolean {
+    return lastWrite >= readAt || (page.next === null && lastAppend >= readAt);
   }
 
   clear(): void {
@@ -191,7 +218,7 @@ export class PageCache {
     this.#oldest = this.#newest = null;
     this.#slots = 0;
     this.#bytes = 0;
-    this.#lastWrite = ++this.#clock;
+    this.#lastWrite = this.#lastAppend = ++this.#clock;
   }
 
   #remove(entry: Entry): void {

@@ -126,6 +126,10 @@ test('every row of the error table is produced by some request, with the Error b
   await release();
   expectRow(ERRORS.storeUnavailable, blocked.statusCode, errorBody(blocked), 'write lock held elsewhere');
   assert.equal(blocked.headers['retry-after'], '2');
+  // On PostgreSQL the server's statement_timeout cancels the waiting INSERT before the client gives up
+  // on it; the other way round, the INSERT would commit once the lock is released, after its 503.
+  const stored = (await fixture.store.listPlants({ owner: 'alice', limit: 10 })).plants.map((p) => p.name);
+  assert.deepEqual(stored, ['a'], 'the 503 stored nothing');
   const afterOutage = await app.inject({ method: 'POST', url: '/plants', headers: { ...bearer(alice), ...json }, payload: '{"id":5,"name":"late"}' });
   assert.equal(afterOutage.statusCode, 200, 'the same request succeeds once the lock is gone');
 

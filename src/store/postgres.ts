@@ -23,7 +23,7 @@ export interface PostgresOptions {
   readonly poolSize: number;
   readonly startupTimeoutMs: number;
   readonly logger: Logger;
-  /** Bound on every query, enforced by the client and by the server (statement_timeout). */
+  /** Bound on every query, enforced by the server (statement_timeout) and, a second later, by the client. */
   readonly queryTimeoutMs?: number;
   /** Bound on getting a connection, waiting for a free one in the pool included. */
   readonly connectTimeoutMs?: number;
@@ -33,6 +33,14 @@ export interface PostgresOptions {
 
 /** No request may hang on the database: a query gets 5 s, getting a connection 3 s, then 503. */
 const QUERY_TIMEOUT_MS = 5000;
+/**
+ * The client gives a query this much longer than the server's statement_timeout, so that PostgreSQL
+ * cancels a statement that waits (on a lock) before the client gives up on it. The other way round, the
+ * client answers 503 and drops the connection while the statement still waits in the server, and an
+ * INSERT (one statement, its own transaction) commits once the lock is released: a 503 for a plant that
+ * was stored. The client's own timeout is left for a server or network that does not answer at all.
+ */
+const CLIENT_TIMEOUT_MARGIN_MS = 1000;
 const CONNECT_TIMEOUT_MS = 3000;
 const MIGRATION_TIMEOUT_MS = 10 * 60_000;
 /** Serializes migrations of instances starting together (an arbitrary, fixed advisory lock key). */
@@ -95,7 +103,7 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Trans
     connectionString: options.url,
     max: options.poolSize,
     connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
-    query_timeout: queryTimeout,
+    query_timeout: queryTimeout + CLIENT_TIMEOUT_MARGIN_MS,
     statement_timeout: queryTimeout,
     keepAlive: true,
     application_name: 'plantstore',

@@ -1,4 +1,4 @@
-// npm run bench [-- --postgres postgres://…] [--rounds 3] [--duration 8] [--baseline DIR] [--profile DIR]
+// npm run bench [-- --postgres postgres://…] [--rounds 3] [--duration 8] [--baseline DIR] [--profile DIR] [--keep]
 //                 [--only list,create,scale,mix,webhooks,jwt,metrics] [--mix-only] [--webhooks-only] [--jwt-only] [--metrics-only]
 //
 // Loads each system on loopback with wrk and prints one table: requests/s, p50 and p99 latency, the
@@ -34,6 +34,9 @@ const { values: args } = parseArgs({
     baseline: { type: 'string' },
     // The plantstore servers run with --cpu-prof, their profiles written into DIR as they stop.
     profile: { type: 'string' },
+    // Keeps the work folder (each server's log, the SQLite stores) and the PostgreSQL schemas, and says
+    // where they are, to look into a run afterwards (which attempts a delivery took, what was logged).
+    keep: { type: 'boolean', default: false },
     // A comma-separated subset of SCENARIOS; the -only flags below are its one-name aliases.
     only: { type: 'string' },
     'mix-only': { type: 'boolean', default: false },
@@ -786,8 +789,12 @@ async function main(): Promise<void> {
     finished();
   } finally {
     for (const s of systems) await s.stop();
-    if (postgresUrl) for (const schema of schemas) await dropPostgresSchema(postgresUrl, schema);
-    rmSync(dir, { recursive: true, force: true });
+    if (args.keep) {
+      console.log(`kept: ${dir} (server logs, stores)${schemas.length > 0 ? `; PostgreSQL schemas ${schemas.join(', ')}` : ''}`);
+    } else {
+      if (postgresUrl) for (const schema of schemas) await dropPostgresSchema(postgresUrl, schema);
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
 }
 

@@ -305,6 +305,21 @@ function pageOfRows(rows: ListBatchRow[], limit: number): PlantPage {
 /** A statement on the connection of a transaction. */
 type TxQuery = <R extends pg.QueryResultRow>(name: string, text: string, values: unknown[]) => Promise<pg.QueryResult<R>>;
 
+/**
+ * Statements on the webhook queue, sent unnamed: planned on each execution rather than prepared once per
+ * connection. The queue can grow from nothing to tens of thousands of events in seconds (a burst of
+ * creates), and a connection keeps the generic plan it prepared while the table was small until the
+ * table is next analyzed: for recording attempts, "read every pending event, then match the batch", which
+ * made recording 256 attempts take 0.5 to over 5 s against a backlog (past statement_timeout: the
+ * events were sent again when their lease ended). Planned with the batch and the table as they are, they
+ * look events up by key. Each runs once per batch or claim, so planning each time costs little.
+ */
+const PLANNED_EACH_TIME = new Set([
+  'webhook_claim', 'webhook_record_lock', 'webhook_record_update', 'webhook_record_gone', 'webhook_record_attempts',
+  'webhook_release', 'webhook_sweep', 'webhook_backlog',
+]);
+const statementName = (name: string) => (PLANNED_EACH_TIME.has(name) ? undefined : name);
+
 /** Rows per INSERT: large enough to share one commit widely, small enough to keep a statement quick. */
 const MAX_BATCH = 500;
 
@@ -329,7 +344,7 @@ class PostgresStore implements TransferableStore {
    * pool from handing out a connection (refused, reset, timed out, or the server turning the start-up
    * down: 55000 connections not allowed, 3D000 no such database, 28xxx login refused, 53300 no slot,
    * 57P03 starting up) means the store is unavailable (503), never a fault of the request. Named
-   * statements are parsed and planned once per connection, not once per request.
+   * statements are parsed and planned once per connection, not once per request (but PLANNED_EACH_TIME).
    */
   #query<R extends pg.QueryResultRow>(name: string, text: string, values: unknown[], rowMode?: 'array'): Promise<pg.QueryResult<R>> {
     return new Promise((resolve, reject) => {
@@ -351,7 +366,7 @@ class PostgresStore implements TransferableStore {
         // be an uncaught exception.
         client.once('error', fail);
         try {
-          client.query<R>({ name, text, values, rowMode } as pg.QueryConfig, (error, result) => {
+          client.query<R>({ name: statementName(name), text, values, rowMode } as pg.QueryConfig, (error, result) => {
             client.removeListener('error', fail);
             if (error) fail(error);
             else if (!released) {
@@ -595,7 +610,7 @@ class PostgresStore implements TransferableStore {
     client.on('error', onError);
     const query: TxQuery = async (name, text, values) => {
       if (lost) throw lost;
-      return client.query({ name, text, values });
+      return client.query({ name: statementName(name), text, values });
     };
     try {
       await client.query('BEGIN');

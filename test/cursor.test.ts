@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
-import { CursorCodec } from '../src/http/cursor.js';
+import { CursorCodec, PageCursors } from '../src/http/cursor.js';
 import { LateStore } from '../src/http/readiness.js';
 import { StoreNotOpenError } from '../src/store/store.js';
-import { allPages, create, errorBody, list, nextUrl, testApp, type TestApp } from './helpers.js';
+import { allPages, create, errorBody, list, nextUrl, testApp, testStore, type TestApp } from './helpers.js';
 
 /** The cursor of a list answer's Link rel="next". */
 function cursorOf(res: Awaited<ReturnType<typeof list>>): string {
@@ -136,4 +136,21 @@ test('CursorCodec opens what it sealed, for the same listing and key only; a sto
   assert.equal(codec.open(sealed, { owner: null }), null);
   assert.throws(() => new CursorCodec(randomBytes(16)));
   await assert.rejects(new LateStore().handle.cursorKey(), StoreNotOpenError);
+});
+
+test('PageCursors: every cursor it sealed opens for its own listing only, whether still remembered, in the older memo generation, or long forgotten', async (t) => {
+  const { store } = await testStore(t);
+  const cursors = new PageCursors(store);
+  const alice = { owner: 'alice' };
+  // 25,000 seals: more than both memo generations hold (10,000), so the first are opened by the cipher.
+  const sealed: string[] = [];
+  for (let next = 1; next <= 25_000; next++) sealed.push(await cursors.seal({ plants: [], next }, alice));
+  for (const next of [1, 7_000, 15_001, 18_000, 24_999, 25_000]) {
+    const cursor = sealed[next - 1] as string;
+    assert.equal(await cursors.open(cursor, alice), next, `sealed as number ${next}`);
+    assert.equal(await cursors.open(cursor, alice), next, `number ${next}, opened again`);
+    for (const other of [{ owner: 'bob' }, { owner: null }, { owner: 'alice', tag: 'x' }]) {
+      await assert.rejects(cursors.open(cursor, other), (e: { row?: { code: number } }) => e.row?.code === 40003, `number ${next} for ${JSON.stringify(other)}`);
+    }
+  }
 });

@@ -83,7 +83,7 @@ export class CursorCodec {
   }
 }
 
-/** How many cursors PageCursors remembers by their text (about 200 bytes each): 2 MB at most. */
+/** How many cursors PageCursors remembers by their text (about 200 bytes each): 2 MB at most, in two generations. */
 const MEMO_ENTRIES = 10_000;
 
 /** A listing and a position in it, as one string: U+0000 separates, as in `associatedData`. */
@@ -100,16 +100,23 @@ const memoKey = (position: number, { owner, tag }: CursorScope): string =>
  *   after a write gets a new seal, and the store's cache bounds how many there are (its byte bound
  *   allows for one such short text per page; see PlantPage). A cached page belongs to one listing, and
  *   the memo is checked against it anyway.
- * - by text, the last MEMO_ENTRIES sealed or opened: a cursor this process sealed or already opened is
- *   known for what it is, and opens without the cipher, for its own listing only (anything else still
- *   goes to the cipher, which refuses it).
+ * - by text, the last MEMO_ENTRIES / 2 to MEMO_ENTRIES sealed or opened: a cursor this process sealed
+ *   or already opened is known for what it is, and opens without the cipher, for its own listing only
+ *   (anything else still goes to the cipher, which refuses it).
  */
 export class PageCursors {
   readonly #store: Store;
   #codec: CursorCodec | undefined;
   readonly #sealed = new WeakMap<PlantPage, { readonly cursor: string; readonly owner: string | null; readonly tag: string | undefined }>();
-  /** cursor → its position, and memoKey(position, listing). Oldest out first. */
-  readonly #opened = new Map<string, { readonly key: string; readonly position: number }>();
+  /**
+   * cursor → its position, and memoKey(position, listing), in two generations of MEMO_ENTRIES / 2: when
+   * the newer fills, the older is dropped whole. (Deleting a Map's oldest entry one at a time costs
+   * more: V8 skips the deleted entries at the front on every `keys().next()` until it rehashes, and
+   * that eviction was 5% of the server's CPU in a profile of PostgreSQL lists, which seal on every
+   * page.)
+   */
+  #opened = new Map<string, { readonly key: string; readonly position: number }>();
+  #openedBefore = new Map<string, { readonly key: string; readonly position: number }>();
 
   constructor(store: Store) {
     this.#store = store;
@@ -119,23 +126,27 @@ export class PageCursors {
     return (this.#codec ??= new CursorCodec(await this.#store.cursorKey()));
   }
 
-  #remember(cursor: string, position: number, scope: CursorScope): void {
-    if (this.#opened.size >= MEMO_ENTRIES) {
-      const oldest = this.#opened.keys().next();
-      if (!oldest.done) this.#opened.delete(oldest.value);
+  #remember(cursor: string, memo: { readonly key: string; readonly position: number }): void {
+    if (this.#opened.size >= MEMO_ENTRIES / 2) {
+      this.#openedBefore = this.#opened;
+      this.#opened = new Map();
     }
-    this.#opened.set(cursor, { key: memoKey(position, scope), position });
+    this.#opened.set(cursor, memo);
   }
 
   /** The position to continue after; 400 40003 for anything not sealed for this listing. */
   async open(cursor: string, scope: CursorScope): Promise<number> {
-    const known = this.#opened.get(cursor);
+    let known = this.#opened.get(cursor);
+    if (known === undefined) {
+      known = this.#openedBefore.get(cursor);
+      if (known !== undefined) this.#remember(cursor, known); // still in use: into the newer generation
+    }
     if (known !== undefined && known.key === memoKey(known.position, scope)) return known.position;
     const position = (this.#codec ?? (await this.#load())).open(cursor, scope);
     if (position === null) {
       throw new ApiError(ERRORS.invalidQuery, `${ERRORS.invalidQuery.message}: cursor is not one this service issued for this listing`);
     }
-    this.#remember(cursor, position, scope);
+    this.#remember(cursor, { key: memoKey(position, scope), position });
     return position;
   }
 
@@ -150,7 +161,7 @@ export class PageCursors {
     if (page.next === null) throw new Error('a last page has no next cursor');
     const cursor = (this.#codec ?? (await this.#load())).seal(page.next, scope);
     this.#sealed.set(page, { cursor, owner: scope.owner, tag: scope.tag });
-    this.#remember(cursor, page.next, scope);
+    this.#remember(cursor, { key: memoKey(page.next, scope), position: page.next });
     return cursor;
   }
 }

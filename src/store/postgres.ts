@@ -284,6 +284,13 @@ interface PendingList {
   reject(error: unknown): void;
 }
 
+/** One list to read in a batch, and every caller that asked for exactly it in the same turn (see #flushLists). */
+interface BatchedList {
+  readonly values: unknown[];
+  readonly limit: number;
+  readonly callers: PendingList[];
+}
+
 /** Whether seq `a` comes after seq `b`: both positive bigints as PostgreSQL writes them (no leading zeros). */
 const after = (a: string, b: string): boolean => (a.length === b.length ? a > b : a.length > b.length);
 
@@ -467,33 +474,52 @@ class PostgresStore implements TransferableStore {
     });
   }
 
+  /**
+   * Identical lists asked for in the same turn (the same owner or admin, tag filter, position and limit)
+   * are read once, by one branch, and every caller gets that page: it was read by a statement that
+   * started after each of them arrived, so it is as fresh for all as a read of its own, and pages are
+   * shared and read-only (see PlantPage). Many clients polling one page then cost one read per turn
+   * rather than one each.
+   */
   readonly #flushLists = (): void => {
     const lists = this.#lists;
     this.#lists = [];
-    const byShape = new Map<ListShape, PendingList[]>();
+    const byShape = new Map<ListShape, BatchedList[]>();
+    const byKey = new Map<string, BatchedList>();
     for (const list of lists) {
-      const shape = listCall(list.query)[0];
-      const same = byShape.get(shape);
-      if (same === undefined) byShape.set(shape, [list]);
-      else same.push(list);
+      const [shape, values] = listCall(list.query);
+      const key = shape + JSON.stringify(values);
+      const same = byKey.get(key);
+      if (same !== undefined) {
+        same.callers.push(list);
+        continue;
+      }
+      const batched: BatchedList = { values, limit: list.query.limit, callers: [list] };
+      byKey.set(key, batched);
+      const ofShape = byShape.get(shape);
+      if (ofShape === undefined) byShape.set(shape, [batched]);
+      else ofShape.push(batched);
     }
     for (const [shape, same] of byShape) {
       for (let i = 0; i < same.length; i += MAX_LIST_BATCH) this.#listBatch(shape, same.slice(i, i + MAX_LIST_BATCH));
     }
   };
 
-  #listBatch(shape: ListShape, batch: PendingList[]): void {
+  #listBatch(shape: ListShape, batch: BatchedList[]): void {
     const values: unknown[] = [];
-    for (const l of batch) values.push(...listCall(l.query)[1]);
+    for (const l of batch) values.push(...l.values);
     const { name, text } = listBatch(shape, batch.length);
     const done = this.#query<ListBatchRow>(name, text, values, 'array').then(
       (result) => {
         const rows = result.rows as unknown as ListBatchRow[];
         const each: ListBatchRow[][] = batch.map(() => []);
         for (const row of rows) each[row[0] - 1]?.push(row);
-        batch.forEach((l, i) => l.resolve(pageOfRows(each[i] as ListBatchRow[], l.query.limit)));
+        batch.forEach((l, i) => {
+          const page = pageOfRows(each[i] as ListBatchRow[], l.limit);
+          for (const caller of l.callers) caller.resolve(page);
+        });
       },
-    ).catch((error: unknown) => batch.forEach((l) => l.reject(error))); // a settled one ignores this
+    ).catch((error: unknown) => batch.forEach((l) => l.callers.forEach((caller) => caller.reject(error)))); // a settled one ignores this
     this.#inFlight.add(done);
     void done.finally(() => this.#inFlight.delete(done));
   }

@@ -206,8 +206,8 @@ for (const refusal of REFUSALS) {
     await refusal.cause(db);
     await db.disconnect(); // open connections outlive the change; new ones meet it
     // Asked for together: identical lists share one read (and its failure), a different one has its own.
-  const lists = await Promise.all([list(app, alice), list(app, alice), list(app, alice), list(app, alice, '?limit=5')]);
-  lists.forEach((res, i) => assertUnavailable(res, `list ${i + 1} of 4 with a cached token`));
+    const lists = await Promise.all([list(app, alice), list(app, alice), list(app, alice), list(app, alice, '?limit=5')]);
+    lists.forEach((res, i) => assertUnavailable(res, `list ${i + 1} of 4 with a cached token`));
     assertUnavailable(await create(app, alice, { id: 2, name: 'during' }), 'create');
     assertUnavailable(await list(app, unchecked), 'a token that cannot be checked');
     assertUnavailable(await app.inject({ method: 'GET', url: '/readyz' }), 'readiness');

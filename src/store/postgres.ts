@@ -227,9 +227,9 @@ function stateAfter(outcome: AttemptResult['outcome']): DeliveryState {
  * Group reads, as group commit does for creates: the lists asked for during one turn of the event loop
  * go to PostgreSQL as one statement per query shape, one round trip for all of them. On this 2-core
  * machine a round trip, not the rows, is what a list costs: waking a PostgreSQL backend and this
- * process again for each one (see README: Performance). Each list is still its own index range scan
- * (see listBatchText), read by a statement that starts after the request arrived: never staler than a
- * statement of its own.
+ * process again for each one (see README: Performance). Each distinct list is still its own index range
+ * scan (see listBatchText; identical ones share one, see #flushLists), read by a statement that starts
+ * after the request arrived: never staler than a statement of its own.
  *
  * Each plant comes as its JSON text, made by PostgreSQL, as the list route's schema serializes a Plant:
  * name, then tag only when present. to_json escapes text exactly as JSON.stringify (and

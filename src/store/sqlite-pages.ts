@@ -32,7 +32,7 @@ const FILTERS: Readonly<Record<ListShape, string>> = {
  * (sqlite3Reprepare, about a fifth of a list query, measured with perf). The unary plus is a no-op on
  * the value and leaves the plan as it is (EXPLAIN QUERY PLAN: the same index, the same range).
  */
-function pageText(shape: ListShape): string {
+export function pageText(shape: ListShape): string {
   const filter = FILTERS[shape];
   return `SELECT p.json, p.size, p.last, EXISTS (SELECT 1 FROM plants WHERE ${filter}seq > p.last) AS more
     FROM (SELECT group_concat(j, ',' ORDER BY seq) AS json, count(*) AS size, max(seq) AS last

@@ -25,8 +25,9 @@ function assertRefused(res: Awaited<ReturnType<typeof list>>, label: string) {
   assert.equal(errorBody(res).error, 40003, label);
 }
 
-test('a cursor tells nothing about the store: the same form at any position, never the same twice, no number inside', async (t) => {
-  const { app, token, store } = await testApp(t);
+test('a cursor tells nothing about the store: the same form at any position, sealed with a fresh nonce by each process, no number inside', async (t) => {
+  const first = await testApp(t);
+  const { app, token, store } = first;
   const bob = await token('bob');
   const alice = await token('alice');
   await createNamed(app, bob, ['b1', 'b2', 'b3']); // the first positions of the store
@@ -38,12 +39,16 @@ test('a cursor tells nothing about the store: the same form at any position, nev
   assert.equal((await create(app, alice, { id: 4, name: 'a4' })).statusCode, 200);
   assert.equal((await create(app, alice, { id: 5, name: 'a5' })).statusCode, 200);
   // A delete makes all her cached pages stale (a create leaves a page with a next link cached, as it
-  // stays exact): her first page is read and sealed anew.
+  // stays exact): her first page is read anew, and ends where it did, so it gets the cursor this
+  // process already sealed for that position of her listing.
   const deleted = await app.inject({ method: 'DELETE', url: '/plants/5', headers: { authorization: `Bearer ${alice}` } });
   assert.equal(deleted.statusCode, 204);
-  const aliceAgain = cursorOf(await list(app, alice, '?limit=1'));
+  assert.equal(cursorOf(await list(app, alice, '?limit=1')), aliceFirst, 'the same position of the same listing, in the same process');
+  // Another process (here another app on the same store) seals that same position with a nonce of its own.
+  const elsewhere = await testApp(t, {}, first);
+  const aliceAgain = cursorOf(await list(elsewhere.app, alice, '?limit=1'));
   const bobFirst = cursorOf(await list(app, bob, '?limit=1'));
-  assert.notEqual(aliceFirst, aliceAgain, 'the same position seals differently each time it is sealed');
+  assert.notEqual(aliceFirst, aliceAgain, 'another process seals the same position differently');
   for (const cursor of [aliceFirst, aliceAgain, bobFirst]) {
     assert.match(cursor, /^[A-Za-z0-9_-]{48}$/, 'one form and length whatever the position');
     const bytes = Buffer.from(cursor, 'base64url');
@@ -153,4 +158,32 @@ test('PageCursors: every cursor it sealed opens for its own listing only, whethe
       await assert.rejects(cursors.open(cursor, other), (e: { row?: { code: number } }) => e.row?.code === 40003, `number ${next} for ${JSON.stringify(other)}`);
     }
   }
+});
+
+test('PageCursors hands out the cursor it already knows for a position of a listing, sealed here or opened from elsewhere, and seals anew once it has forgotten', async (t) => {
+  const { store } = await testStore(t);
+  const cursors = new PageCursors(store);
+  const elsewhere = new PageCursors(store); // another instance on the same store
+  const alice = { owner: 'alice' };
+  const first = await cursors.seal({ plants: [], next: 7 }, alice);
+  assert.equal(await cursors.seal({ plants: [], next: 7 }, alice), first, 'another page object ending at the same position');
+  for (const other of [{ owner: 'bob' }, { owner: null }, { owner: 'alice', tag: 'x' }, { owner: 'alice', tag: '' }]) {
+    const sealed = await cursors.seal({ plants: [], next: 7 }, other);
+    assert.notEqual(sealed, first, `position 7 of ${JSON.stringify(other)}`);
+    assert.equal(await cursors.open(sealed, other), 7);
+    await assert.rejects(cursors.open(sealed, alice), (e: { row?: { code: number } }) => e.row?.code === 40003);
+  }
+  assert.notEqual(await cursors.seal({ plants: [], next: 8 }, alice), first, 'another position');
+
+  // A cursor sealed by another instance and opened here is the one this instance then hands out for that position.
+  const foreign = await elsewhere.seal({ plants: [], next: 9 }, alice);
+  assert.equal(await cursors.open(foreign, alice), 9);
+  assert.equal(await cursors.seal({ plants: [], next: 9 }, alice), foreign);
+
+  // Past both generations (10,000 cursors), position 7 is forgotten: sealed anew, and both cursors still open.
+  for (let next = 100; next < 25_100; next++) await cursors.seal({ plants: [], next }, alice);
+  const again = await cursors.seal({ plants: [], next: 7 }, alice);
+  assert.notEqual(again, first, 'a fresh nonce once forgotten');
+  assert.equal(await cursors.open(first, alice), 7);
+  assert.equal(await cursors.open(again, alice), 7);
 });

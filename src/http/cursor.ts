@@ -83,12 +83,19 @@ export class CursorCodec {
   }
 }
 
-/** How many cursors PageCursors remembers by their text (about 200 bytes each): 2 MB at most, in two generations. */
+/** How many cursors PageCursors remembers (about 250 bytes each, with both texts): 2.5 MB at most, in two generations. */
 const MEMO_ENTRIES = 10_000;
 
 /** A listing and a position in it, as one string: U+0000 separates, as in `associatedData`. */
 const memoKey = (position: number, { owner, tag }: CursorScope): string =>
   `${position}\u0000${owner === null ? '*' : `@${owner}`}${tag === undefined ? '' : `\u0000${tag}`}`;
+
+/** A cursor this process sealed or opened: its text, memoKey(position, listing), and the position. */
+interface Known {
+  readonly cursor: string;
+  readonly key: string;
+  readonly position: number;
+}
 
 /**
  * The cursors of GET /plants: sealed with the store's key, read on first need (a store still opening
@@ -96,27 +103,30 @@ const memoKey = (position: number, { owner, tag }: CursorScope): string =>
  * open as much again, so cursors are remembered:
  *
  * - by page, weakly: a store may hand out the same page object again while it is valid (a cached page),
- *   and the cursor sealed for it is then kept for it. It goes when the page does, so a page read anew
- *   after a write gets a new seal, and the store's cache bounds how many there are (its byte bound
- *   allows for one such short text per page; see PlantPage). A cached page belongs to one listing, and
- *   the memo is checked against it anyway.
- * - by text, the last MEMO_ENTRIES / 2 to MEMO_ENTRIES sealed or opened: a cursor this process sealed
- *   or already opened is known for what it is, and opens without the cipher, for its own listing only
- *   (anything else still goes to the cipher, which refuses it).
+ *   and the cursor sealed for it is then kept for it. It goes when the page does, and the store's cache
+ *   bounds how many there are (its byte bound allows for one such short text per page; see PlantPage).
+ *   A cached page belongs to one listing, and the memo is checked against it anyway.
+ * - by text and by listing position, the last MEMO_ENTRIES / 2 to MEMO_ENTRIES sealed or opened: a
+ *   cursor this process sealed or already opened is known for what it is, and opens without the cipher,
+ *   for its own listing only (anything else still goes to the cipher, which refuses it); and a page
+ *   that ends at a position already sealed for its listing gets that same cursor again, rather than a
+ *   new seal. The same text for the same position of the same listing tells the client nothing its
+ *   page does not (the position is after the page's last plant); another process, or this one once it
+ *   has forgotten, seals it anew with a fresh nonce.
  */
 export class PageCursors {
   readonly #store: Store;
   #codec: CursorCodec | undefined;
   readonly #sealed = new WeakMap<PlantPage, { readonly cursor: string; readonly owner: string | null; readonly tag: string | undefined }>();
   /**
-   * cursor → its position, and memoKey(position, listing), in two generations of MEMO_ENTRIES / 2: when
-   * the newer fills, the older is dropped whole. (Deleting a Map's oldest entry one at a time costs
-   * more: V8 skips the deleted entries at the front on every `keys().next()` until it rehashes, and
-   * that eviction was 5% of the server's CPU in a profile of PostgreSQL lists, which seal on every
-   * page.)
+   * Each known cursor under both its text and its memoKey (a cursor is base64url, a memoKey holds U+0000:
+   * they never collide), in two generations of MEMO_ENTRIES / 2 cursors: when the newer fills, the
+   * older is dropped whole. (Deleting a Map's oldest entry one at a time costs more: V8 skips the
+   * deleted entries at the front on every `keys().next()` until it rehashes, and that eviction was 5%
+   * of the server's CPU in a profile of PostgreSQL lists, which seal on every page.)
    */
-  #opened = new Map<string, { readonly key: string; readonly position: number }>();
-  #openedBefore = new Map<string, { readonly key: string; readonly position: number }>();
+  #known = new Map<string, Known>();
+  #knownBefore = new Map<string, Known>();
 
   constructor(store: Store) {
     this.#store = store;
@@ -126,27 +136,33 @@ export class PageCursors {
     return (this.#codec ??= new CursorCodec(await this.#store.cursorKey()));
   }
 
-  #remember(cursor: string, memo: { readonly key: string; readonly position: number }): void {
-    if (this.#opened.size >= MEMO_ENTRIES / 2) {
-      this.#openedBefore = this.#opened;
-      this.#opened = new Map();
+  #remember(known: Known): void {
+    if (this.#known.size >= MEMO_ENTRIES) {
+      this.#knownBefore = this.#known;
+      this.#known = new Map();
     }
-    this.#opened.set(cursor, memo);
+    this.#known.set(known.cursor, known);
+    this.#known.set(known.key, known);
+  }
+
+  /** The cursor known by this text or memoKey; one found in the older generation moves to the newer (still in use). */
+  #find(text: string): Known | undefined {
+    const known = this.#known.get(text);
+    if (known !== undefined) return known;
+    const before = this.#knownBefore.get(text);
+    if (before !== undefined) this.#remember(before);
+    return before;
   }
 
   /** The position to continue after; 400 40003 for anything not sealed for this listing. */
   async open(cursor: string, scope: CursorScope): Promise<number> {
-    let known = this.#opened.get(cursor);
-    if (known === undefined) {
-      known = this.#openedBefore.get(cursor);
-      if (known !== undefined) this.#remember(cursor, known); // still in use: into the newer generation
-    }
-    if (known !== undefined && known.key === memoKey(known.position, scope)) return known.position;
+    const known = this.#find(cursor);
+    if (known !== undefined && known.cursor === cursor && known.key === memoKey(known.position, scope)) return known.position;
     const position = (this.#codec ?? (await this.#load())).open(cursor, scope);
     if (position === null) {
       throw new ApiError(ERRORS.invalidQuery, `${ERRORS.invalidQuery.message}: cursor is not one this service issued for this listing`);
     }
-    this.#remember(cursor, { key: memoKey(position, scope), position });
+    this.#remember({ cursor, key: memoKey(position, scope), position });
     return position;
   }
 
@@ -158,10 +174,15 @@ export class PageCursors {
 
   /** A cursor for the position after this page (which has a next position). */
   async seal(page: PlantPage, scope: CursorScope): Promise<string> {
-    if (page.next === null) throw new Error('a last page has no next cursor');
-    const cursor = (this.#codec ?? (await this.#load())).seal(page.next, scope);
+    const position = page.next;
+    if (position === null) throw new Error('a last page has no next cursor');
+    const key = memoKey(position, scope);
+    let cursor = this.#find(key)?.cursor;
+    if (cursor === undefined) {
+      cursor = (this.#codec ?? (await this.#load())).seal(position, scope);
+      this.#remember({ cursor, key, position });
+    }
     this.#sealed.set(page, { cursor, owner: scope.owner, tag: scope.tag });
-    this.#remember(cursor, { key: memoKey(page.next, scope), position: page.next });
     return cursor;
   }
 }

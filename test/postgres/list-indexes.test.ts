@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import pg from 'pg';
+import { loadMigrations } from '../../src/store/migrations.js';
+import { openStore } from '../../src/store/open.js';
+import { statements, type ListShape } from '../../src/store/sql.js';
+import type { Store } from '../../src/store/store.js';
+import { adminSql, BACKEND, silentLogger, testDatabase } from '../helpers.js';
+
+if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
+
+const options = { logger: silentLogger, poolSize: 2, startupTimeoutMs: 5000 };
+const MIGRATIONS = new URL('../../src/store/migrations/postgres/', import.meta.url);
+const LIST = statements({
+  backend: 'postgres', param: (i) => `$${i}`, timeType: 'timestamptz', time: (d) => d, dateOf: (v) => v as Date,
+  scopes: (s) => s, scopesOf: (v) => v as string[], flag: (f) => f, flagOf: (v) => v === true, explicitIdentity: '',
+}).list;
+const VALUES: Readonly<Record<ListShape, unknown[]>> = {
+  all: [0, 21], allTag: ['x', 0, 21], owner: ['alice', 0, 21], ownerTag: ['alice', 'x', 0, 21],
+};
+
+/**
+ * The scan each list statement makes once the planner may only use an index (a table of a hundred
+ * plants would otherwise be read whole, and the plan would say nothing about the indexes): the filtered
+ * shapes by an index-only scan of their own index, which therefore holds every column the page needs;
+ * every owner's plants by the primary key, in seq order.
+ */
+async function assertIndexOnly(url: string, label: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('SET enable_seqscan = off');
+    await client.query('SET enable_bitmapscan = off');
+    for (const shape of ['all', 'allTag', 'owner', 'ownerTag'] as const) {
+      const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${LIST[shape].text}`, VALUES[shape]);
+      const scans = rows.map((r) => r['QUERY PLAN'].trim()).filter((line) => / Scan /.test(line) || /^->/.test(line));
+      const expected = shape === 'all' ? /Index Scan using plants_pkey on plants/ : /Index Only Scan using plants_\w+_page on plants/;
+      assert.ok(scans.some((line) => expected.test(line)), `${label}, ${shape}: ${rows.map((r) => r['QUERY PLAN']).join(' | ')}`);
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+/** Plants of three owners, interleaved as real traffic creates them, a fifth of them tagged. */
+async function fill(store: Store): Promise<void> {
+  for (let i = 1; i <= 90; i++) {
+    const tag = i % 5 === 0 ? 'x' : undefined;
+    const outcome = await store.createPlant(['alice', 'bob', 'carol'][i % 3] as string, { id: BigInt(i), name: `plant ${i}`, ...(tag ? { tag } : {}) });
+    assert.equal(outcome, 'created');
+  }
+}
+
+async function allPages(store: Store, owner: string | null, tag?: string): Promise<string[]> {
+  const pages: string[] = [];
+  for (let after = 0; ; ) {
+    const page = await store.listPlants({ owner, tag, after, limit: 4 });
+    pages.push(JSON.stringify(page.plants));
+    if (page.next === null) return pages;
+    after = page.next;
+  }
+}
+
+test('the list statements of one user or one tag can read their pages from their index alone (index-only scans), on a new store and one migrated from 001-005 with plants', async (t) => {
+  const fresh = await testDatabase(t);
+  const store = await openStore(fresh.config, options);
+  t.after(() => store.close());
+  await fill(store);
+  await adminSql(fresh.url, 'VACUUM ANALYZE plants');
+  await assertIndexOnly(fresh.url, 'a new store');
+
+  // A store as the releases before the covering indexes left it, with plants in it, then opened.
+  const old = await testDatabase(t);
+  await adminSql(old.url, 'CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)');
+  for (const file of readdirSync(MIGRATIONS).filter((f) => /^00[1-5]_.*\.sql$/.test(f)).sort()) {
+    await adminSql(old.url, readFileSync(new URL(file, MIGRATIONS), 'utf8'));
+    await adminSql(old.url, `INSERT INTO schema_migrations VALUES (${Number(file.slice(0, 3))}, '${file.slice(4, -4)}', now())`);
+  }
+  await adminSql(old.url, "INSERT INTO plants (owner, id, name, tag) SELECT (ARRAY['alice', 'bob', 'carol'])[i % 3 + 1], i, 'plant ' || i, CASE WHEN i % 5 = 0 THEN 'x' END FROM generate_series(1, 90) AS i");
+  const migrated = await openStore(old.config, options);
+  t.after(() => migrated.close());
+  const [applied, indexes] = await adminSql(old.url,
+    'SELECT version FROM schema_migrations ORDER BY version',
+    "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'plants' ORDER BY indexname");
+  assert.deepEqual(applied?.rows.map((r) => r.version), loadMigrations('postgres').map((m) => m.version));
+  assert.deepEqual(indexes?.rows.map((r) => r.indexname), ['plants_owner_id_key', 'plants_owner_seq_page', 'plants_owner_tag_seq_page', 'plants_pkey', 'plants_tag_seq_page']);
+  await adminSql(old.url, 'VACUUM ANALYZE plants');
+  await assertIndexOnly(old.url, 'a migrated store');
+  // Plants inserted in the same order on both: the same pages, through the new indexes.
+  for (const [owner, tag] of [[null, undefined], [null, 'x'], ['alice', undefined], ['bob', 'x']] as const) {
+    const pages = await allPages(migrated, owner, tag);
+    assert.ok(pages.length > 1, `more than one page: ${pages.join(' / ')}`);
+    assert.deepEqual(pages, await allPages(store, owner, tag), `${owner ?? 'every owner'}, ${tag ?? 'no tag'}`);
+  }
+});

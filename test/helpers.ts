@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -196,6 +197,34 @@ export async function allPages(app: FastifyInstance, token: string, first: strin
 export function nextUrl(link: unknown): string | undefined {
   if (typeof link !== 'string') return undefined;
   return /^<([^>]+)>; rel="next"$/.exec(link)?.[1];
+}
+
+/** Three owners' plants as real traffic creates them, interleaved: plant i is alice's, bob's or carol's by i mod 3, and tagged `x` when i is a multiple of 5. */
+export async function createInterleaved(store: Store, count = 90): Promise<void> {
+  for (let i = 1; i <= count; i++) {
+    const outcome = await store.createPlant(['alice', 'bob', 'carol'][i % 3] as string, { id: BigInt(i), name: `plant ${i}`, ...(i % 5 === 0 ? { tag: 'x' } : {}) });
+    assert.equal(outcome, 'created');
+  }
+}
+
+/** Every page of one listing, read from the store itself 4 plants at a time, each as its JSON text. */
+async function storePages(store: Store, owner: string | null, tag: string | undefined): Promise<string[]> {
+  const pages: string[] = [];
+  for (let after = 0; ; ) {
+    const page = await store.listPlants({ owner, tag, after, limit: 4 });
+    pages.push(JSON.stringify(page.plants));
+    if (page.next === null) return pages;
+    after = page.next;
+  }
+}
+
+/** Both stores hold createInterleaved's plants: every listing shape pages through them alike on both, in more than one page. */
+export async function assertSamePages(store: Store, expected: Store): Promise<void> {
+  for (const [owner, tag] of [[null, undefined], [null, 'x'], ['alice', undefined], ['bob', 'x']] as const) {
+    const pages = await storePages(store, owner, tag);
+    assert.ok(pages.length > 1, `more than one page: ${pages.join(' / ')}`);
+    assert.deepEqual(pages, await storePages(expected, owner, tag), `${owner ?? 'every owner'}, ${tag ?? 'no tag'}`);
+  }
 }
 
 /** Asserts the Error body shape and returns it. */

@@ -47,7 +47,7 @@ const MIGRATION_TIMEOUT_MS = 10 * 60_000;
 const MIGRATION_LOCK_KEY = '7061626174726565';
 
 /** PostgreSQL's spelling: `$i` placeholders; the driver maps times, arrays and booleans itself. */
-const POSTGRES: Dialect = {
+export const POSTGRES: Dialect = {
   backend: 'postgres',
   param: (i) => `$${i}`,
   timeType: 'timestamptz',

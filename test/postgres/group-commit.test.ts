@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { test } from 'node:test';
+import { openStore } from '../../src/store/open.js';
+import type { CreateOutcome, StoreObserver } from '../../src/store/store.js';
+import { BACKEND, silentLogger, testDatabase } from '../helpers.js';
+
+if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
+
+test('creates that arrive while a batch commits wait for it and go together in the next; every one is committed', async (t) => {
+  const db = await testDatabase(t);
+  const batches: number[] = [];
+  const observer: StoreObserver = { committed: (_backend, writes) => batches.push(writes), listCache() {}, pool() {} };
+  const store = await openStore(db.config, { logger: silentLogger, poolSize: 4, startupTimeoutMs: 5000, observer });
+  t.after(() => store.close());
+
+  // Twenty creates, each in an event-loop turn of its own: sent a turn at a time, they would be twenty
+  // batches side by side (the pool has room for four at once). Each turn is far shorter than a commit.
+  const outcomes: Array<Promise<CreateOutcome>> = [];
+  for (let i = 1; i <= 20; i++) {
+    outcomes.push(store.createPlant('alice', { id: BigInt(i), name: `plant ${i}` }));
+    await nextTurn();
+  }
+  assert.deepEqual(await Promise.all(outcomes), Array(20).fill('created'));
+  assert.equal(batches.reduce((a, b) => a + b, 0), 20);
+  assert.equal(batches[0], 1, 'the first create of an idle store is not held back');
+  assert.ok(batches.length <= 10, `the creates that arrived during a commit went together: ${batches.join(', ')}`);
+
+  const page = await store.listPlants({ owner: 'alice', limit: 50 });
+  assert.deepEqual(page.plants.map((p) => p.name), Array.from({ length: 20 }, (_, i) => `plant ${i + 1}`));
+});
+
+test('closing the store commits every create already asked for, batch after batch, before it ends the pool', async (t) => {
+  const db = await testDatabase(t);
+  const store = await openStore(db.config, { logger: silentLogger, poolSize: 2, startupTimeoutMs: 5000 });
+  const first = store.createPlant('alice', { id: 1n, name: 'first' });
+  await nextTurn(); // the first batch is in flight; the next creates wait for it
+  const rest = Array.from({ length: 1200 }, (_, i) => store.createPlant('alice', { id: BigInt(i + 2), name: `plant ${i + 2}` }));
+  const closed = store.close();
+  assert.deepEqual(new Set(await Promise.all([first, ...rest])), new Set(['created']));
+  await closed;
+
+  const reopened = await openStore(db.config, { logger: silentLogger, poolSize: 2, startupTimeoutMs: 5000 });
+  t.after(() => reopened.close());
+  let count = 0;
+  for (let after: number | null = 0; after !== null; ) {
+    const page = await reopened.listPlants({ owner: 'alice', after, limit: 500 });
+    count += page.plants.length;
+    after = page.next;
+  }
+  assert.equal(count, 1201);
+});

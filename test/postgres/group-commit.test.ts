@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { test } from 'node:test';
+import pg from 'pg';
 import { openStore } from '../../src/store/open.js';
-import type { CreateOutcome, StoreObserver } from '../../src/store/store.js';
+import { StoreUnavailableError, type CreateOutcome, type StoreObserver } from '../../src/store/store.js';
 import { BACKEND, silentLogger, testDatabase } from '../helpers.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
@@ -49,4 +50,30 @@ test('closing the store commits every create already asked for, batch after batc
     after = page.next;
   }
   assert.equal(count, 1201);
+});
+
+test('a batch waiting on a row lock holds the next creates back until its statement timeout, then they go', async (t) => {
+  const db = await testDatabase(t);
+  const store = await openStore(db.config, { logger: silentLogger, poolSize: 4, startupTimeoutMs: 5000, queryTimeoutMs: 1000 });
+  t.after(() => store.close());
+  // Someone's transaction inserts alice's plant 1 and does not commit.
+  const other = new pg.Client({ connectionString: db.url });
+  await other.connect();
+  t.after(() => other.end());
+  await other.query('BEGIN');
+  await other.query("INSERT INTO plants (owner, id, name) VALUES ('alice', 1, 'held')");
+
+  const started = performance.now();
+  const held = store.createPlant('alice', { id: 1n, name: 'mine' });
+  const settled = held.then(() => performance.now(), () => performance.now());
+  await nextTurn(); // that batch now waits on the lock; this create forms the next
+  const next = store.createPlant('bob', { id: 2n, name: 'unrelated' }).then((outcome) => ({ outcome, at: performance.now() }));
+
+  await assert.rejects(held, StoreUnavailableError, 'the waiting create answers 503 at the statement timeout');
+  const { outcome, at } = await next;
+  assert.equal(outcome, 'created');
+  assert.ok(at >= (await settled), 'the next batch went after the held one ended');
+  assert.ok(at - started >= 900, `held back for the timeout: ${Math.round(at - started)} ms`);
+  await other.query('ROLLBACK');
+  assert.equal(await store.createPlant('alice', { id: 1n, name: 'mine' }), 'created', 'once the lock is gone');
 });

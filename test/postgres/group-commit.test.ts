@@ -56,24 +56,28 @@ test('a batch waiting on a row lock holds the next creates back until its statem
   const db = await testDatabase(t);
   const store = await openStore(db.config, { logger: silentLogger, poolSize: 4, startupTimeoutMs: 5000, queryTimeoutMs: 1000 });
   t.after(() => store.close());
-  // Someone's transaction inserts alice's plant 1 and does not commit.
+  // Someone's transaction inserts alice's plant 1 and does not commit. Ended in `finally`, not in an
+  // after hook: the test database is dropped in one, which would wait for this transaction's lock.
   const other = new pg.Client({ connectionString: db.url });
   await other.connect();
-  t.after(() => other.end());
-  await other.query('BEGIN');
-  await other.query("INSERT INTO plants (owner, id, name) VALUES ('alice', 1, 'held')");
+  try {
+    await other.query('BEGIN');
+    await other.query("INSERT INTO plants (owner, id, name) VALUES ('alice', 1, 'held')");
 
-  const started = performance.now();
-  const held = store.createPlant('alice', { id: 1n, name: 'mine' });
-  const settled = held.then(() => performance.now(), () => performance.now());
-  await nextTurn(); // that batch now waits on the lock; this create forms the next
-  const next = store.createPlant('bob', { id: 2n, name: 'unrelated' }).then((outcome) => ({ outcome, at: performance.now() }));
+    const started = performance.now();
+    const held = store.createPlant('alice', { id: 1n, name: 'mine' });
+    const settled = held.then(() => performance.now(), () => performance.now());
+    await nextTurn(); // that batch now waits on the lock; this create forms the next
+    const next = store.createPlant('bob', { id: 2n, name: 'unrelated' }).then((outcome) => ({ outcome, at: performance.now() }));
 
-  await assert.rejects(held, StoreUnavailableError, 'the waiting create answers 503 at the statement timeout');
-  const { outcome, at } = await next;
-  assert.equal(outcome, 'created');
-  assert.ok(at >= (await settled), 'the next batch went after the held one ended');
-  assert.ok(at - started >= 900, `held back for the timeout: ${Math.round(at - started)} ms`);
-  await other.query('ROLLBACK');
-  assert.equal(await store.createPlant('alice', { id: 1n, name: 'mine' }), 'created', 'once the lock is gone');
+    await assert.rejects(held, StoreUnavailableError, 'the waiting create answers 503 at the statement timeout');
+    const { outcome, at } = await next;
+    assert.equal(outcome, 'created');
+    assert.ok(at >= (await settled), 'the next batch went after the held one ended');
+    assert.ok(at - started >= 900, `held back for the timeout: ${Math.round(at - started)} ms`);
+    await other.query('ROLLBACK');
+    assert.equal(await store.createPlant('alice', { id: 1n, name: 'mine' }), 'created', 'once the lock is gone');
+  } finally {
+    await other.end();
+  }
 });

@@ -8,6 +8,23 @@ import { BACKEND, silentLogger, testDatabase } from '../helpers.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 
+/**
+ * Runs `body` while another transaction holds an uncommitted insert of alice's plant `id`, named `name`;
+ * `body` ends that transaction with `finish`. The connection is ended in `finally`, not in an after hook:
+ * the test database is dropped in one, which would wait forever for this transaction's lock.
+ */
+async function whileInserted(url: string, id: number, name: string, body: (finish: (end: 'COMMIT' | 'ROLLBACK') => Promise<void>) => Promise<void>): Promise<void> {
+  const other = new pg.Client({ connectionString: url });
+  await other.connect();
+  try {
+    await other.query('BEGIN');
+    await other.query("INSERT INTO plants (owner, id, name) VALUES ('alice', $1, $2)", [id, name]);
+    await body(async (end) => void (await other.query(end)));
+  } finally {
+    await other.end();
+  }
+}
+
 test('creates that arrive while a batch commits wait for it and go together in the next; every one is committed', async (t) => {
   const db = await testDatabase(t);
   const batches: number[] = [];
@@ -15,12 +32,8 @@ test('creates that arrive while a batch commits wait for it and go together in t
   const store = await openStore(db.config, { logger: silentLogger, poolSize: 4, startupTimeoutMs: 5000, observer });
   t.after(() => store.close());
   // The first batch is held in flight for as long as the test needs: another transaction inserts the
-  // same plant and commits only later (ended in `finally`: the database is dropped in an after hook).
-  const other = new pg.Client({ connectionString: db.url });
-  await other.connect();
-  try {
-    await other.query('BEGIN');
-    await other.query("INSERT INTO plants (owner, id, name) VALUES ('alice', 0, 'plant 0')");
+  // same plant and commits only later.
+  await whileInserted(db.url, 0, 'plant 0', async (finish) => {
     const first = store.createPlant('alice', { id: 0n, name: 'plant 0' });
     await nextTurn();
 
@@ -31,13 +44,11 @@ test('creates that arrive while a batch commits wait for it and go together in t
       outcomes.push(store.createPlant('alice', { id: BigInt(i), name: `plant ${i}` }));
       await nextTurn();
     }
-    await other.query('COMMIT');
+    await finish('COMMIT');
     assert.equal(await first, 'replayed', 'the held create found the same plant committed');
     assert.deepEqual(await Promise.all(outcomes), Array(20).fill('created'));
     assert.deepEqual(batches, [1, 20], 'the held batch alone, then every create that arrived meanwhile');
-  } finally {
-    await other.end();
-  }
+  });
   const page = await store.listPlants({ owner: 'alice', limit: 50 });
   assert.deepEqual(page.plants.map((p) => p.name), Array.from({ length: 21 }, (_, i) => `plant ${i}`));
 });
@@ -67,14 +78,8 @@ test('a batch waiting on a row lock holds the next creates back until its statem
   const db = await testDatabase(t);
   const store = await openStore(db.config, { logger: silentLogger, poolSize: 4, startupTimeoutMs: 5000, queryTimeoutMs: 1000 });
   t.after(() => store.close());
-  // Someone's transaction inserts alice's plant 1 and does not commit. Ended in `finally`, not in an
-  // after hook: the test database is dropped in one, which would wait for this transaction's lock.
-  const other = new pg.Client({ connectionString: db.url });
-  await other.connect();
-  try {
-    await other.query('BEGIN');
-    await other.query("INSERT INTO plants (owner, id, name) VALUES ('alice', 1, 'held')");
-
+  // Someone's transaction inserts alice's plant 1 and does not commit.
+  await whileInserted(db.url, 1, 'held', async (finish) => {
     const started = performance.now();
     const held = store.createPlant('alice', { id: 1n, name: 'mine' });
     const settled = held.then(() => performance.now(), () => performance.now());
@@ -86,9 +91,7 @@ test('a batch waiting on a row lock holds the next creates back until its statem
     assert.equal(outcome, 'created');
     assert.ok(at >= (await settled), 'the next batch went after the held one ended');
     assert.ok(at - started >= 900, `held back for the timeout: ${Math.round(at - started)} ms`);
-    await other.query('ROLLBACK');
+    await finish('ROLLBACK');
     assert.equal(await store.createPlant('alice', { id: 1n, name: 'mine' }), 'created', 'once the lock is gone');
-  } finally {
-    await other.end();
-  }
+  });
 });

@@ -56,6 +56,32 @@ test('PageCache keeps a page with a next position through creates, not through d
   assert.equal(cache.get(cache.key(q('carol', 2))), undefined);
 });
 
+test('PageCache serves no page of an owner while a write of theirs is under way (no admin page while anyone writes); the write\'s end decides what stays', () => {
+  const cache = new PageCache(100);
+  const q = (owner: string | null, after = 0) => ({ owner, limit: 2, after });
+  const full: PlantPage = { plants: [{ name: 'a' }, { name: 'b' }], next: 2 };
+  const last: PlantPage = { plants: [{ name: 'c' }], next: null };
+  for (const owner of ['alice', 'bob', null]) {
+    cache.set(q(owner), cache.key(q(owner)), full);
+    cache.set(q(owner, 2), cache.key(q(owner, 2)), last);
+  }
+  cache.begin('alice');
+  cache.begin('alice');
+  // A write is visible to reads from its commit, before it ends: a page read before must not be served meanwhile.
+  for (const key of [q('alice'), q('alice', 2), q(null), q(null, 2)].map((x) => cache.key(x))) assert.equal(cache.get(key), undefined);
+  assert.equal(cache.get(cache.key(q('bob'))), full, "bob's pages are served during alice's writes");
+  assert.equal(cache.get(cache.key(q('bob', 2))), last);
+  cache.appended('alice');
+  cache.end('alice');
+  assert.equal(cache.get(cache.key(q('alice'))), undefined, 'one of her writes is still under way');
+  cache.appended('alice');
+  cache.end('alice');
+  assert.equal(cache.get(cache.key(q('alice'))), full, 'kept through the writes: a create leaves a page with a next position exact');
+  assert.equal(cache.get(cache.key(q(null))), full);
+  assert.equal(cache.get(cache.key(q('alice', 2))), undefined, 'the last page would gain the plant');
+  assert.equal(cache.get(cache.key(q(null, 2))), undefined);
+});
+
 test('PageCache keys tell apart owners, limits, positions and an empty tag from no tag', () => {
   const cache = new PageCache(100);
   const keys = [

@@ -34,7 +34,9 @@ class CachedPage implements PlantPage {
  * this wrapper alone fills and invalidates. Correct only where this handle is the only writer of plants
  * (store/open.ts decides: a SQLite server, which holds the one-server lock). It needs nothing else of the
  * backend: a page is stamped before the read starts, and a write is recorded after its commit (or
- * failure), so a page read before a write, whenever it is cached, is never served after that write.
+ * failure), so a page read before a write, whenever it is cached, is never served after that write; while
+ * the write is under way (it may be committed and visible to reads before it is answered), its owner's
+ * pages are not served at all.
  */
 class ListCachingStore implements Store {
   readonly #inner: CacheableStore;
@@ -64,11 +66,19 @@ class ListCachingStore implements Store {
   }
 
   createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome> {
-    return this.#inner.createPlant(owner, plant).finally(() => this.#cache.appended(owner));
+    this.#cache.begin(owner);
+    return this.#inner.createPlant(owner, plant).finally(() => {
+      this.#cache.appended(owner);
+      this.#cache.end(owner);
+    });
   }
 
   deletePlant(owner: string, id: bigint): Promise<boolean> {
-    return this.#inner.deletePlant(owner, id).finally(() => this.#cache.wrote(owner));
+    this.#cache.begin(owner);
+    return this.#inner.deletePlant(owner, id).finally(() => {
+      this.#cache.wrote(owner);
+      this.#cache.end(owner);
+    });
   }
 
   createToken(token: NewTokenRecord): Promise<TokenRecord> {

@@ -96,6 +96,9 @@ export class PageCache {
   #clock = 0;
   #slots = 0;
   #bytes = 0;
+  /** Writes begun and not yet ended, per owner and in all (see `begin`). */
+  readonly #writing = new Map<string, number>();
+  #writingAll = 0;
   /** Lookups since the cache was made, for metrics: plain numbers, read only at scrape time. */
   #hits = 0;
   #misses = 0;
@@ -135,6 +138,12 @@ export class PageCache {
   get(key: string): PlantPage | undefined {
     const entry = this.#pages.get(key);
     if (entry === undefined) {
+      this.#misses++;
+      return undefined;
+    }
+    // A write of its owner's (for an admin page: anyone's) is under way: it may already be committed and
+    // visible to reads. Not served, but kept: the write's end decides whether it is still valid.
+    if (this.#writingAll > 0 && (entry.owner === null || this.#writing.has(entry.owner.name))) {
       this.#misses++;
       return undefined;
     }
@@ -184,6 +193,24 @@ export class PageCache {
     this.#slots += slots;
     this.#bytes += bytes;
     while (this.#oldest !== null && (this.#slots > this.#maxPlants || this.#bytes > this.#maxBytes)) this.#remove(this.#oldest);
+  }
+
+  /**
+   * A write to `owner`'s plants begins; `end` when it has ended, after `wrote` or `appended`. Meanwhile
+   * none of their pages (and no admin page) is served: the store makes a write visible to reads at its
+   * commit, before its caller is answered (SQLite's write queue syncs the WAL in between), so a page read
+   * before the commit must not be served after it, when a read of another page could show the write.
+   */
+  begin(owner: string): void {
+    this.#writing.set(owner, (this.#writing.get(owner) ?? 0) + 1);
+    this.#writingAll++;
+  }
+
+  end(owner: string): void {
+    const left = (this.#writing.get(owner) ?? 0) - 1;
+    if (left > 0) this.#writing.set(owner, left);
+    else this.#writing.delete(owner);
+    this.#writingAll = Math.max(0, this.#writingAll - 1);
   }
 
   /** A write to `owner`'s plants (a delete) was committed (or may have been): every page of theirs is stale. */

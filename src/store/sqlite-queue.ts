@@ -1,3 +1,4 @@
+import { closeSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
 import type Database from './sqlite-driver.js';
 import { isBusy, isUnwritable, storeError } from './sqlite-errors.js';
 import { StoreUnavailableError } from './store.js';
@@ -14,6 +15,59 @@ interface QueuedWrite {
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
+/** A batch committed, its callers not yet answered: waiting for the WAL sync that makes it durable. */
+interface CommittedBatch {
+  readonly writes: QueuedWrite[];
+  readonly outcomes: Outcome[];
+  /** Needs a sync of its own (a durable write among its writes); otherwise only the syncs of those before it. */
+  readonly durable: boolean;
+  /** What `events.ran` returned for it. */
+  readonly ran: unknown;
+}
+
+/** Makes the frames written to the WAL so far survive power loss. */
+export interface WalSync {
+  /** Off the event loop (libuv's thread pool); `done` is called on the event loop afterwards. */
+  sync(done: (error: Error | null) => void): void;
+  /** The same, blocking: for close, which must leave nobody waiting. */
+  syncNow(): void;
+}
+
+/**
+ * fdatasync(2) of the store's WAL file (`<store>-wal`), as SQLite's own commit does with synchronous=FULL.
+ * The file is opened anew for each sync, so it is the file at that path now that is synced, never one
+ * replaced since through a descriptor kept open. Syncing through a descriptor of our own is enough:
+ * the kernel flushes the file's dirty pages whichever descriptor wrote them.
+ */
+export function walFileSync(walPath: string): WalSync {
+  return {
+    sync(done) {
+      let fd: number;
+      try {
+        fd = openSync(walPath, 'r');
+      } catch (error) {
+        process.nextTick(done, error as Error);
+        return;
+      }
+      fdatasync(fd, (error) => {
+        try {
+          closeSync(fd);
+        } finally {
+          done(error);
+        }
+      });
+    },
+    syncNow() {
+      const fd = openSync(walPath, 'r');
+      try {
+        fdatasyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+    },
+  };
+}
+
 /**
  * While another process holds the write lock, the queue tries again after 1 ms, doubling up to 50 ms:
  * a CLI command holds the lock for a few milliseconds, so most waits end within the first tries, and a
@@ -27,19 +81,31 @@ export interface WriteQueueEvents {
   unavailable(): Error | undefined;
   /** A write failed because the store cannot be written (read-only, disk full, I/O error). */
   cannotWrite(error: unknown): void;
-  /** Writes committed, none failed for that reason. */
+  /** Writes committed and synced, none failed for that reason. */
   committed(): void;
+  /** A batch's writes have run, before its commit: what this returns is handed to `settled` for that batch. */
+  ran?(): unknown;
   /**
    * A batch of `writes` writes ended: committed (true) or rolled back (false). Called after the callers
    * of a committed batch were answered, so that what the writes noted for after the commit happens then.
    */
-  settled?(committed: boolean, writes: number): void;
+  settled?(committed: boolean, writes: number, ran: unknown): void;
 }
 
 /**
  * Group commit. Writes that arrive during one turn of the event loop (typically every request parsed
- * from the sockets that were readable together) run in one transaction: one fsync for all of them, and
- * each caller is answered only after that commit returned.
+ * from the sockets that were readable together) run in one transaction, and each caller is answered only
+ * once that transaction is durable.
+ *
+ * Durable without blocking the event loop: a batch commits with synchronous=NORMAL (in WAL mode the
+ * frames are written, not synced), then the WAL is synced with fdatasync on libuv's thread pool (WalSync)
+ * while the event loop goes on serving, and the batch's callers are answered when that sync returns. One
+ * sync is in flight at a time; the batches committed meanwhile share the next one. With
+ * synchronous=FULL, SQLite's COMMIT would make the same fdatasync inside the call, the event loop
+ * waiting on the disk. What a power loss can take is the same: only writes not yet answered. What
+ * differs: between its commit and its sync, a batch's writes are visible to reads (a list can show a
+ * plant whose create is not answered yet, as with any concurrent request), and if the sync fails the
+ * callers get 503 for writes that are committed (a retried create answers 200, replayed).
  *
  * The connection runs with busy_timeout 0, since SQLite's busy handler would sleep inside the call and
  * block the event loop. A batch that finds the write lock taken stays queued and is tried again on a
@@ -60,26 +126,30 @@ export class WriteQueue {
   #retry: NodeJS.Timeout | undefined;
   #retryMs = FIRST_RETRY_MS;
   #closing = false;
-  readonly #syncFull: Database.Statement<[]>;
-  readonly #syncNormal: Database.Statement<[]>;
+  readonly #wal: WalSync;
+  /** Committed batches whose callers wait for a sync, in commit order; the first is always durable. */
+  #unsynced: CommittedBatch[] = [];
+  #syncing = false;
+  /** Bumped by close, which syncs and answers everything itself: a sync still in flight then changes nothing. */
+  #generation = 0;
 
-  constructor(db: Database.Database, busyTimeoutMs: number, events: WriteQueueEvents) {
+  constructor(db: Database.Database, busyTimeoutMs: number, events: WriteQueueEvents, wal: WalSync) {
     this.#db = db;
     this.#busyTimeoutMs = busyTimeoutMs;
     this.#events = events;
+    this.#wal = wal;
     this.#begin = db.prepare('BEGIN IMMEDIATE');
     this.#commit = db.prepare('COMMIT');
     this.#rollback = db.prepare('ROLLBACK');
-    this.#syncFull = db.prepare('PRAGMA synchronous = FULL');
-    this.#syncNormal = db.prepare('PRAGMA synchronous = NORMAL');
   }
 
   /**
    * Queues a write for the next group commit. A `durable: false` write (webhook bookkeeping: claims,
    * attempt results) needs to survive a crash of this process but not a power loss, since losing it
-   * only repeats a delivery: a batch of such writes alone commits with synchronous=NORMAL, which in WAL
-   * mode skips the fsync (the OS still has the pages; the next durable commit syncs them too, the WAL
-   * being written in order). Any durable write in the batch makes it a FULL commit, as always.
+   * only repeats a delivery: a batch of such writes alone needs no sync of its own (the OS has the pages;
+   * the next sync covers them too, the WAL being written in order), but it is answered only after every
+   * durable batch committed before it is synced, so that nothing acts on a write a power loss could
+   * still take (a claim on the events of a create not yet durable).
    */
   add<T>(run: () => T, { durable = true }: { durable?: boolean } = {}): Promise<T> {
     const unavailable = this.#events.unavailable();
@@ -91,11 +161,25 @@ export class WriteQueue {
     });
   }
 
-  /** One last try for the writes still queued; those that find the lock taken fail at once. */
+  /**
+   * One last try for the writes still queued (those that find the lock taken fail at once), then one
+   * blocking sync for every committed batch still waiting, so that nobody is left waiting.
+   */
   close(): void {
     clearTimeout(this.#retry);
     this.#closing = true;
     this.#commitBatch();
+    if (this.#unsynced.length === 0) return;
+    this.#generation++;
+    this.#syncing = false;
+    const batches = this.#unsynced;
+    this.#unsynced = [];
+    try {
+      this.#wal.syncNow();
+    } catch (error) {
+      return this.#syncFailed(batches, error);
+    }
+    for (const batch of batches) this.#answer(batch);
   }
 
   #commitBatch(): void {
@@ -105,13 +189,15 @@ export class WriteQueue {
     if (writes.length === 0) return;
     const unavailable = this.#events.unavailable();
     if (unavailable) return this.#fail(writes, new StoreUnavailableError(unavailable));
-    // Only for this batch: every other commit on the connection (the probe, the cursor key) stays FULL.
-    const relaxed = !writes.some((w) => w.durable);
-    if (relaxed) this.#syncNormal.run();
+    // NORMAL for the batch only (the sync follows, off the event loop); every other commit on the
+    // connection (the probe, the cursor key, migrations) stays FULL. Not prepared statements: SQLite
+    // applies `PRAGMA synchronous = …` when it prepares the statement, so running a prepared one again
+    // does not reliably set it (1.5 µs a batch for both).
+    this.#db.exec('PRAGMA synchronous = NORMAL');
     try {
       this.#commitWrites(writes);
     } finally {
-      if (relaxed && !this.#db.inTransaction) this.#syncFull.run();
+      if (!this.#db.inTransaction) this.#db.exec('PRAGMA synchronous = FULL');
     }
   }
 
@@ -139,6 +225,7 @@ export class WriteQueue {
         if (!this.#db.inTransaction) aborted = error;
       }
     }
+    const ran = this.#events.ran?.();
     try {
       if (aborted === undefined) this.#commit.run();
     } catch (error) {
@@ -147,8 +234,39 @@ export class WriteQueue {
     }
     if (aborted !== undefined) {
       this.#fail(writes, aborted);
-      return this.#events.settled?.(false, writes.length);
+      return this.#events.settled?.(false, writes.length, ran);
     }
+    const batch: CommittedBatch = { writes, outcomes, durable: writes.some((w) => w.durable), ran };
+    // A batch that needs no sync and follows none waiting for one is answered at once.
+    if (!batch.durable && this.#unsynced.length === 0) return this.#answer(batch);
+    this.#unsynced.push(batch);
+    this.#sync();
+  }
+
+  /** Starts a sync of the WAL for the batches waiting, unless one is in flight (it is started again when that returns). */
+  #sync(): void {
+    if (this.#syncing || this.#unsynced.length === 0) return;
+    this.#syncing = true;
+    const covered = this.#unsynced.length;
+    const generation = this.#generation;
+    this.#wal.sync((error) => {
+      if (generation !== this.#generation) return;
+      this.#syncing = false;
+      if (error) {
+        // What follows the batches covered was written after them and is no safer: all fail.
+        const batches = this.#unsynced;
+        this.#unsynced = [];
+        return this.#syncFailed(batches, error);
+      }
+      for (const batch of this.#unsynced.splice(0, covered)) this.#answer(batch);
+      // Batches of non-durable writes that now follow no unsynced batch need no sync of their own.
+      while (this.#unsynced[0]?.durable === false) this.#answer(this.#unsynced.shift() as CommittedBatch);
+      this.#sync();
+    });
+  }
+
+  /** Answers the callers of a committed (and, where needed, synced) batch. */
+  #answer({ writes, outcomes, ran }: CommittedBatch): void {
     let cannotWrite: unknown;
     let committed = false;
     outcomes.forEach((o, i) => {
@@ -161,7 +279,21 @@ export class WriteQueue {
     });
     if (cannotWrite !== undefined) this.#events.cannotWrite(cannotWrite);
     else if (committed) this.#events.committed();
-    this.#events.settled?.(true, writes.length);
+    this.#events.settled?.(true, writes.length, ran);
+  }
+
+  /**
+   * The WAL could not be synced: whether these committed batches would survive a power loss is unknown,
+   * so their writes fail with 503 (a retried create then finds its plant and answers 200). Their
+   * writes are committed and visible all the same: `settled` says committed.
+   */
+  #syncFailed(batches: CommittedBatch[], error: unknown): void {
+    this.#events.cannotWrite(error);
+    const failure = new StoreUnavailableError(error);
+    for (const { writes, outcomes, ran } of batches) {
+      outcomes.forEach((o, i) => writes[i]?.reject(o.ok ? failure : storeError(o.error)));
+      this.#events.settled?.(true, writes.length, ran);
+    }
   }
 
   #fail(writes: QueuedWrite[], error: unknown): void {

@@ -14,7 +14,7 @@ import {
 } from './sql.js';
 import { currentUser, isBusy, isUnwritable, named, openFailure, storeError } from './sqlite-errors.js';
 import { identityOf, prepareStorePath, quickCheck, takeServerLock, watchIdentity } from './sqlite-file.js';
-import { FIRST_RETRY_MS, MAX_RETRY_MS, WriteQueue } from './sqlite-queue.js';
+import { FIRST_RETRY_MS, MAX_RETRY_MS, walFileSync, WriteQueue } from './sqlite-queue.js';
 import { PageReader } from './sqlite-pages.js';
 import { SqliteTransfer } from './sqlite-transfer.js';
 import { SqliteWebhooks } from './sqlite-webhooks.js';
@@ -101,7 +101,8 @@ export async function openSqliteStore(
     const connection = db;
     const mode = await whenNotBusy(() => connection.pragma('journal_mode = WAL', { simple: true }), deadline);
     if (mode !== 'wal') throw new Error(`SQLite refused WAL mode (got ${String(mode)}) for ${named(path, realPath)}`);
-    // FULL: every commit fsyncs the WAL, so an acknowledged create survives power loss, not only a crash.
+    // FULL: every commit fsyncs the WAL, so what is acknowledged survives power loss, not only a crash. The
+    // write queue's batches commit with NORMAL and sync the WAL themselves, off the event loop (WriteQueue).
     db.pragma('synchronous = FULL');
     await whenNotBusy(() => migrate(connection), deadline);
     // Said out loud: after the file was deleted or DATABASE_URL mistyped, this is how an operator learns
@@ -158,7 +159,7 @@ class SqliteStore implements CacheableStore, TransferableStore {
   #stopWatch: (() => void) | undefined;
   readonly #webhooks: SqliteWebhooks;
   #eventsListener: (() => void) | undefined;
-  /** A write of the running batch queued webhook events: the listener is told once the batch commits. */
+  /** A write of the running batch queued webhook events: the listener is told once the batch is committed and synced. */
   #eventsQueued = false;
 
   readonly #probe: () => void;
@@ -183,8 +184,13 @@ class SqliteStore implements CacheableStore, TransferableStore {
       committed: () => {
         if (this.#unwritable) this.#canWrite();
       },
-      settled: (committed, writes) => this.#batchSettled(committed, writes),
-    });
+      ran: () => {
+        const queued = this.#eventsQueued;
+        this.#eventsQueued = false;
+        return queued;
+      },
+      settled: (committed, writes, eventsQueued) => this.#batchSettled(committed, writes, eventsQueued === true),
+    }, walFileSync(`${file.realPath}-wal`));
     // Rewrites one row as it is: a real write and fsync, the only way to learn whether the file can
     // be written (a file SQLite opened read-only still begins transactions).
     const touch = db.prepare('UPDATE schema_migrations SET applied_at = applied_at WHERE version = (SELECT max(version) FROM schema_migrations)');
@@ -205,11 +211,9 @@ class SqliteStore implements CacheableStore, TransferableStore {
     this.#webhooks = new SqliteWebhooks(db);
   }
 
-  #batchSettled(committed: boolean, writes: number): void {
+  #batchSettled(committed: boolean, writes: number, eventsQueued: boolean): void {
     if (committed) this.#file.observer?.committed(this.backend, writes);
-    if (!this.#eventsQueued) return;
-    this.#eventsQueued = false;
-    if (!committed || !this.#eventsListener) return;
+    if (!eventsQueued || !committed || !this.#eventsListener) return;
     try {
       this.#eventsListener();
     } catch (error) {

@@ -1,0 +1,180 @@
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { setImmediate as turn } from 'node:timers/promises';
+import Database from '../../src/store/sqlite-driver.js';
+import { walFileSync, WriteQueue, type WalSync, type WriteQueueEvents } from '../../src/store/sqlite-queue.js';
+import { StoreUnavailableError } from '../../src/store/store.js';
+import { BACKEND } from '../helpers.js';
+import { tempDir } from './spawn.js';
+
+if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
+
+/**
+ * A WAL sync held until the test lets it return (or fail): what the write queue does between a batch's
+ * commit and its answer is then seen step by step. The queue, its SQLite file and the commits are real;
+ * `walFileSync`, the real sync, is tested on its own below, and every other test runs through it.
+ */
+class HeldSync implements WalSync {
+  readonly pending: Array<(error: Error | null) => void> = [];
+  calls = 0;
+  blockingCalls = 0;
+
+  sync(done: (error: Error | null) => void): void {
+    this.calls++;
+    this.pending.push(done);
+  }
+
+  syncNow(): void {
+    this.blockingCalls++;
+  }
+
+  release(error: Error | null = null): void {
+    const done = this.pending.shift();
+    assert.ok(done, 'no sync in flight');
+    done(error);
+  }
+}
+
+interface Settled {
+  readonly state: 'pending' | 'resolved' | 'rejected';
+  readonly value?: unknown;
+}
+
+/** A promise's state, as far as it is settled now. */
+function watch(promise: Promise<unknown>): { readonly now: Settled } {
+  let now: Settled = { state: 'pending' };
+  promise.then((value) => (now = { state: 'resolved', value }), (value) => (now = { state: 'rejected', value }));
+  return { get now() { return now; } };
+}
+
+function queueOnFile(t: TestContext, sync: WalSync, events: Partial<WriteQueueEvents> = {}) {
+  const path = join(tempDir(t), 'queue.db');
+  const db = new Database(path, { timeout: 0 });
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.exec('CREATE TABLE t (x INTEGER PRIMARY KEY)');
+  const other = new Database(path, { readonly: true });
+  t.after(() => {
+    other.close();
+    db.close();
+  });
+  const insert = db.prepare('INSERT INTO t (x) VALUES (?)');
+  const log: string[] = [];
+  const queue = new WriteQueue(db, 1000, {
+    unavailable: () => undefined,
+    cannotWrite: (error) => log.push(`cannotWrite ${(error as Error).message}`),
+    committed: () => log.push('committed'),
+    settled: (committed, writes) => log.push(`settled ${committed} ${writes}`),
+    ...events,
+  }, sync);
+  /** Rows another connection sees: what is committed, answered or not. */
+  const visible = () => other.prepare('SELECT x FROM t ORDER BY x').pluck().all();
+  const write = (x: number, durable = true) => watch(queue.add(() => insert.run(x).changes, { durable }));
+  return { db, queue, write, visible, log };
+}
+
+test('a batch is answered only when the WAL sync after its commit returns; batches committed meanwhile share the next sync', async (t) => {
+  const sync = new HeldSync();
+  const { db, write, visible, log } = queueOnFile(t, sync);
+  const first = write(1);
+  await turn();
+  assert.deepEqual(visible(), [1], 'committed at once');
+  assert.equal(db.pragma('synchronous', { simple: true }), 2, 'the connection is back to FULL after the batch');
+  assert.equal(sync.calls, 1);
+  await turn();
+  assert.equal(first.now.state, 'pending', 'not answered before its sync returned');
+  const second = write(2);
+  await turn();
+  const third = write(3);
+  await turn();
+  assert.deepEqual(visible(), [1, 2, 3]);
+  assert.equal(sync.calls, 1, 'one sync in flight at a time');
+  sync.release();
+  await turn();
+  assert.deepEqual([first.now, second.now.state, third.now.state], [{ state: 'resolved', value: 1 }, 'pending', 'pending']);
+  assert.equal(sync.calls, 2, 'the batches committed during the first sync share the next');
+  sync.release();
+  await turn();
+  assert.deepEqual([second.now.state, third.now.state], ['resolved', 'resolved']);
+  assert.equal(sync.calls, 2);
+  assert.deepEqual(log, ['committed', 'settled true 1', 'committed', 'settled true 1', 'committed', 'settled true 1']);
+});
+
+test('a batch of non-durable writes alone needs no sync, but behind a durable batch not yet synced it waits for that sync', async (t) => {
+  const sync = new HeldSync();
+  const { write } = queueOnFile(t, sync);
+  const alone = write(1, false);
+  await turn();
+  await turn();
+  assert.equal(alone.now.state, 'resolved');
+  assert.equal(sync.calls, 0);
+  const durable = write(2);
+  await turn();
+  const behind = write(3, false);
+  await turn();
+  await turn();
+  assert.equal(behind.now.state, 'pending', 'answered only once the create before it is durable');
+  sync.release();
+  await turn();
+  assert.deepEqual([durable.now.state, behind.now.state], ['resolved', 'resolved']);
+  assert.equal(sync.calls, 1, 'it needed no sync of its own');
+});
+
+test('a failed WAL sync answers 503 to every write waiting (committed as they are), reports that the store cannot be written, and the next batch syncs again', async (t) => {
+  const sync = new HeldSync();
+  const { write, visible, log } = queueOnFile(t, sync);
+  const first = write(1);
+  await turn();
+  const second = write(2);
+  await turn();
+  sync.release(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+  await turn();
+  for (const w of [first, second]) {
+    assert.equal(w.now.state, 'rejected');
+    assert.ok(w.now.value instanceof StoreUnavailableError, String(w.now.value));
+  }
+  assert.deepEqual(visible(), [1, 2], 'committed: whether they would survive a power loss is what is unknown');
+  assert.deepEqual(log, ['cannotWrite EIO: i/o error, fdatasync', 'settled true 1', 'settled true 1']);
+  const third = write(3);
+  await turn();
+  assert.equal(sync.calls, 2);
+  sync.release();
+  await turn();
+  assert.equal(third.now.state, 'resolved');
+  assert.equal(log.at(-2), 'committed', 'a synced batch reports the store writable again');
+});
+
+test('close syncs once, blocking, and answers every write still waiting; a sync in flight that returns later changes nothing', async (t) => {
+  const sync = new HeldSync();
+  const { queue, write, log } = queueOnFile(t, sync);
+  const first = write(1);
+  await turn();
+  const queued = write(2);
+  queue.close();
+  await turn();
+  assert.equal(sync.blockingCalls, 1);
+  assert.deepEqual([first.now.state, queued.now.state], ['resolved', 'resolved']);
+  sync.release();
+  await turn();
+  assert.deepEqual(log, ['committed', 'settled true 1', 'committed', 'settled true 1']);
+});
+
+test('walFileSync: fdatasync of the file at its path, reported on the event loop; a missing file is an error, never a throw', async (t) => {
+  const dir = tempDir(t);
+  const path = join(dir, 'store.db-wal');
+  writeFileSync(path, 'frames');
+  const wal = walFileSync(path);
+  const synced = new Promise<Error | null>((resolve) => wal.sync(resolve));
+  let calledBack = false;
+  const missing = new Promise<Error | null>((resolve) => walFileSync(join(dir, 'gone-wal')).sync((error) => {
+    calledBack = true;
+    resolve(error);
+  }));
+  assert.equal(calledBack, false, 'never called back before sync returned');
+  assert.equal(await synced, null);
+  assert.equal(((await missing) as NodeJS.ErrnoException | null)?.code, 'ENOENT');
+  wal.syncNow();
+  assert.throws(() => walFileSync(join(dir, 'gone-wal')).syncNow(), { code: 'ENOENT' });
+});

@@ -193,7 +193,11 @@ export class WriteQueue {
     // connection (the probe, the cursor key, migrations) stays FULL. Not prepared statements: SQLite
     // applies `PRAGMA synchronous = …` when it prepares the statement, so running a prepared one again
     // does not reliably set it (1.5 µs a batch for both).
-    this.#db.exec('PRAGMA synchronous = NORMAL');
+    try {
+      this.#db.exec('PRAGMA synchronous = NORMAL');
+    } catch (error) {
+      return this.#fail(writes, error);
+    }
     try {
       this.#commitWrites(writes);
     } finally {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { setImmediate as turn } from 'node:timers/promises';
 import Database from '../../src/store/sqlite-driver.js';
-import { walFileSync, WriteQueue, type WalSync, type WriteQueueEvents } from '../../src/store/sqlite-queue.js';
+import { walFileSync, WriteQueue, type WalSync } from '../../src/store/sqlite-queue.js';
 import { StoreUnavailableError } from '../../src/store/store.js';
 import { BACKEND } from '../helpers.js';
 import { tempDir } from './spawn.js';
@@ -49,7 +49,9 @@ function watch(promise: Promise<unknown>): { readonly now: Settled } {
   return { get now() { return now; } };
 }
 
-function queueOnFile(t: TestContext, sync: WalSync, events: Partial<WriteQueueEvents> = {}) {
+/** A write queue on a real SQLite file, syncing through a HeldSync. */
+function queueOnFile(t: TestContext) {
+  const sync = new HeldSync();
   const path = join(tempDir(t), 'queue.db');
   const db = new Database(path, { timeout: 0 });
   db.pragma('journal_mode = WAL');
@@ -67,17 +69,15 @@ function queueOnFile(t: TestContext, sync: WalSync, events: Partial<WriteQueueEv
     cannotWrite: (error) => log.push(`cannotWrite ${(error as Error).message}`),
     committed: () => log.push('committed'),
     settled: (committed, writes) => log.push(`settled ${committed} ${writes}`),
-    ...events,
   }, sync);
   /** Rows another connection sees: what is committed, answered or not. */
   const visible = () => other.prepare('SELECT x FROM t ORDER BY x').pluck().all();
   const write = (x: number, durable = true) => watch(queue.add(() => insert.run(x).changes, { durable }));
-  return { db, queue, write, visible, log };
+  return { db, queue, sync, write, visible, log };
 }
 
 test('a batch is answered only when the WAL sync after its commit returns; batches committed meanwhile share the next sync', async (t) => {
-  const sync = new HeldSync();
-  const { db, write, visible, log } = queueOnFile(t, sync);
+  const { db, write, visible, log, sync } = queueOnFile(t);
   const first = write(1);
   await turn();
   assert.deepEqual(visible(), [1], 'committed at once');
@@ -103,8 +103,7 @@ test('a batch is answered only when the WAL sync after its commit returns; batch
 });
 
 test('a batch of non-durable writes alone needs no sync, but behind a durable batch not yet synced it waits for that sync', async (t) => {
-  const sync = new HeldSync();
-  const { write } = queueOnFile(t, sync);
+  const { write, sync } = queueOnFile(t);
   const alone = write(1, false);
   await turn();
   await turn();
@@ -123,8 +122,7 @@ test('a batch of non-durable writes alone needs no sync, but behind a durable ba
 });
 
 test('a failed WAL sync answers 503 to every write waiting (committed as they are), reports that the store cannot be written, and the next batch syncs again', async (t) => {
-  const sync = new HeldSync();
-  const { write, visible, log } = queueOnFile(t, sync);
+  const { write, visible, log, sync } = queueOnFile(t);
   const first = write(1);
   await turn();
   const second = write(2);
@@ -147,8 +145,7 @@ test('a failed WAL sync answers 503 to every write waiting (committed as they ar
 });
 
 test('close syncs once, blocking, and answers every write still waiting; a sync in flight that returns later changes nothing', async (t) => {
-  const sync = new HeldSync();
-  const { queue, write, log } = queueOnFile(t, sync);
+  const { queue, write, log, sync } = queueOnFile(t);
   const first = write(1);
   await turn();
   const queued = write(2);

@@ -1,4 +1,5 @@
-import { closeSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
+import { closeSync, fdatasyncSync, openSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
 import type Database from './sqlite-driver.js';
 import { isBusy, isUnwritable, storeError } from './sqlite-errors.js';
 import { StoreUnavailableError } from './store.js';
@@ -27,43 +28,87 @@ interface CommittedBatch {
 
 /** Makes the frames written to the WAL so far survive power loss. */
 export interface WalSync {
-  /** Off the event loop (libuv's thread pool); `done` is called on the event loop afterwards. */
+  /** Off the event loop; `done` is called on the event loop afterwards. One call at a time. */
   sync(done: (error: Error | null) => void): void;
   /** The same, blocking: for close, which must leave nobody waiting. */
   syncNow(): void;
+  /** Stops what `sync` runs on; a sync still in flight is never answered. */
+  close(): void;
+}
+
+/** Runs in a thread of its own: fdatasync of the file named in each message, answered in order. */
+const WAL_SYNC = `
+const { parentPort } = require('node:worker_threads');
+const { closeSync, fdatasyncSync, openSync } = require('node:fs');
+parentPort.on('message', (path) => {
+  let fd;
+  try {
+    fd = openSync(path, 'r');
+    fdatasyncSync(fd);
+    parentPort.postMessage(null);
+  } catch (error) {
+    parentPort.postMessage({ code: error.code, message: error.message });
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+});`;
+
+/** fdatasync of the file at `path`, opened anew (so it is the file at that path now that is synced). */
+function syncFile(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fdatasyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
- * fdatasync(2) of the store's WAL file (`<store>-wal`), as SQLite's own commit does with synchronous=FULL.
- * The file is opened anew for each sync, so it is the file at that path now that is synced, never one
- * replaced since through a descriptor kept open. Syncing through a descriptor of our own is enough:
- * the kernel flushes the file's dirty pages whichever descriptor wrote them.
+ * fdatasync(2) of the store's WAL file (`<store>-wal`), as SQLite's own commit does with synchronous=FULL,
+ * through a descriptor of our own: the kernel flushes the file's dirty pages whichever descriptor wrote
+ * them. The file is opened anew for each sync, never kept open, so a file replaced since is not synced in
+ * its stead.
+ *
+ * In a worker thread of its own, started at the first sync, rather than libuv's thread pool: that pool
+ * (4 threads) also runs dns.lookup, and the webhook sender resolves the host names users register, so
+ * a destination whose name server does not answer would hold the creates of every user back.
  */
 export function walFileSync(walPath: string): WalSync {
+  let worker: Worker | undefined;
+  const waiting: Array<(error: Error | null) => void> = [];
+  const stopped = (w: Worker, error: Error): void => {
+    if (worker !== w) return;
+    worker = undefined;
+    for (const done of waiting.splice(0)) done(error);
+  };
+  const start = (): Worker => {
+    const w = new Worker(WAL_SYNC, { eval: true });
+    w.on('message', (answer: { code?: string; message: string } | null) => {
+      const done = waiting.shift();
+      // Nothing else waits on the thread: let the process end (a CLI command) without stopping it.
+      if (waiting.length === 0) w.unref();
+      done?.(answer === null ? null : Object.assign(new Error(answer.message), { code: answer.code }));
+    });
+    w.on('error', (error) => stopped(w, error));
+    w.on('exit', (code) => stopped(w, new Error(`the WAL sync thread exited with code ${code}`)));
+    return w;
+  };
   return {
     sync(done) {
-      let fd: number;
-      try {
-        fd = openSync(walPath, 'r');
-      } catch (error) {
-        process.nextTick(done, error as Error);
-        return;
-      }
-      fdatasync(fd, (error) => {
-        try {
-          closeSync(fd);
-        } finally {
-          done(error);
-        }
-      });
+      worker ??= start();
+      waiting.push(done);
+      // Held while a sync is in flight, so that the process waits for its answer.
+      worker.ref();
+      worker.postMessage(walPath);
     },
     syncNow() {
-      const fd = openSync(walPath, 'r');
-      try {
-        fdatasyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
+      syncFile(walPath);
+    },
+    close() {
+      const w = worker;
+      worker = undefined;
+      waiting.length = 0;
+      void w?.terminate();
     },
   };
 }
@@ -98,7 +143,7 @@ export interface WriteQueueEvents {
  * once that transaction is durable.
  *
  * Durable without blocking the event loop: a batch commits with synchronous=NORMAL (in WAL mode the
- * frames are written, not synced), then the WAL is synced with fdatasync on libuv's thread pool (WalSync)
+ * frames are written, not synced), then the WAL is synced with fdatasync in a thread of its own (WalSync)
  * while the event loop goes on serving, and the batch's callers are answered when that sync returns. One
  * sync is in flight at a time; the batches committed meanwhile share the next one. With
  * synchronous=FULL, SQLite's COMMIT would make the same fdatasync inside the call, the event loop
@@ -169,9 +214,10 @@ export class WriteQueue {
     clearTimeout(this.#retry);
     this.#closing = true;
     this.#commitBatch();
-    if (this.#unsynced.length === 0) return;
     this.#generation++;
     this.#syncing = false;
+    this.#wal.close();
+    if (this.#unsynced.length === 0) return;
     const batches = this.#unsynced;
     this.#unsynced = [];
     try {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { pbkdf2 } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
@@ -20,6 +21,7 @@ class HeldSync implements WalSync {
   readonly pending: Array<(error: Error | null) => void> = [];
   calls = 0;
   blockingCalls = 0;
+  closed = 0;
 
   sync(done: (error: Error | null) => void): void {
     this.calls++;
@@ -28,6 +30,10 @@ class HeldSync implements WalSync {
 
   syncNow(): void {
     this.blockingCalls++;
+  }
+
+  close(): void {
+    this.closed++;
   }
 
   release(error: Error | null = null): void {
@@ -152,6 +158,7 @@ test('close syncs once, blocking, and answers every write still waiting; a sync 
   queue.close();
   await turn();
   assert.equal(sync.blockingCalls, 1);
+  assert.equal(sync.closed, 1);
   assert.deepEqual([first.now.state, queued.now.state], ['resolved', 'resolved']);
   sync.release();
   await turn();
@@ -163,15 +170,44 @@ test('walFileSync: fdatasync of the file at its path, reported on the event loop
   const path = join(dir, 'store.db-wal');
   writeFileSync(path, 'frames');
   const wal = walFileSync(path);
+  const gone = walFileSync(join(dir, 'gone-wal'));
+  t.after(() => {
+    wal.close();
+    gone.close();
+  });
   const synced = new Promise<Error | null>((resolve) => wal.sync(resolve));
   let calledBack = false;
-  const missing = new Promise<Error | null>((resolve) => walFileSync(join(dir, 'gone-wal')).sync((error) => {
+  const missing = new Promise<Error | null>((resolve) => gone.sync((error) => {
     calledBack = true;
     resolve(error);
   }));
   assert.equal(calledBack, false, 'never called back before sync returned');
   assert.equal(await synced, null);
   assert.equal(((await missing) as NodeJS.ErrnoException | null)?.code, 'ENOENT');
+  assert.equal(await new Promise((resolve) => wal.sync(resolve)), null, 'the thread serves sync after sync');
   wal.syncNow();
-  assert.throws(() => walFileSync(join(dir, 'gone-wal')).syncNow(), { code: 'ENOENT' });
+  assert.throws(() => gone.syncNow(), { code: 'ENOENT' });
+});
+
+test('walFileSync does not queue behind libuv\'s thread pool (dns.lookup of webhook hosts runs there): with every pool thread busy, a sync returns first', async (t) => {
+  const path = join(tempDir(t), 'store.db-wal');
+  writeFileSync(path, 'frames');
+  const wal = walFileSync(path);
+  t.after(() => wal.close());
+  const order: string[] = [];
+  // As many pool jobs as the pool has threads (UV_THREADPOOL_SIZE, 4 by default), each about a second.
+  const threads = Number(process.env.UV_THREADPOOL_SIZE ?? 4);
+  const busy = Array.from({ length: threads }, () => new Promise<void>((resolve) => {
+    pbkdf2(Buffer.from('x'), Buffer.from('y'), 500_000, 64, 'sha512', () => {
+      order.push('pool');
+      resolve();
+    });
+  }));
+  const synced = new Promise<Error | null>((resolve) => wal.sync((error) => {
+    order.push('sync');
+    resolve(error);
+  }));
+  assert.equal(await synced, null);
+  await Promise.all(busy);
+  assert.equal(order[0], 'sync', `order: ${order.join(', ')}`);
 });

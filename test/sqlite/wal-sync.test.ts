@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { pbkdf2 } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { setImmediate as turn } from 'node:timers/promises';
@@ -40,6 +40,20 @@ class HeldSync implements WalSync {
     const done = this.pending.shift();
     assert.ok(done, 'no sync in flight');
     done(error);
+  }
+
+  /** Syncs that returned but whose answer the event loop has not read yet: `poll` hands them over. */
+  finished = 0;
+  polls = 0;
+
+  finish(): void {
+    assert.ok(this.pending.length > this.finished, 'no sync in flight');
+    this.finished++;
+  }
+
+  poll(): void {
+    this.polls++;
+    for (; this.finished > 0; this.finished--) this.release();
   }
 }
 
@@ -113,6 +127,33 @@ test('a batch is answered only when the WAL sync after its commit returns; batch
   assert.deepEqual([second.now.state, third.now.state], ['resolved', 'resolved']);
   assert.equal(sync.calls, 2);
   assert.deepEqual(log, ['committed', 'settled true 1', 'committed', 'settled true 1', 'committed', 'settled true 1']);
+});
+
+test('a sync that has returned is picked up by the next write or commit, not at the event loop\'s next turn; the next sync then covers the batch just committed', async (t) => {
+  const { write, visible, sync } = queueOnFile(t);
+  const first = write(1);
+  await turn();
+  assert.equal(sync.calls, 1);
+  sync.finish();
+  // Nothing polls until a write comes: the answer waits for the loop (here, for the test) as before.
+  await turn();
+  assert.equal(first.now.state, 'pending');
+  const second = write(2);
+  await Promise.resolve();
+  assert.equal(first.now.state, 'resolved', 'answered within the call that queued the next write');
+  assert.equal(sync.pending.length, 0);
+  await turn();
+  assert.deepEqual(visible(), [1, 2]);
+  assert.equal(sync.calls, 2, 'the next batch has its own sync at once');
+  const third = write(3);
+  sync.finish();
+  await turn();
+  // The commit of the third batch found the second's sync returned: answered it, and started one sync for the third.
+  assert.deepEqual([second.now.state, third.now.state], ['resolved', 'pending']);
+  assert.equal(sync.calls, 3);
+  sync.release();
+  await turn();
+  assert.equal(third.now.state, 'resolved');
 });
 
 test('a batch of non-durable writes alone needs no sync, but behind a durable batch not yet synced it waits for that sync', async (t) => {
@@ -210,6 +251,42 @@ test('walFileSync: fdatasync of the file at its path, reported on the event loop
   assert.equal(await new Promise((resolve) => wal.sync(resolve)), null, 'the thread serves sync after sync');
   wal.syncNow();
   assert.throws(() => gone.syncNow(), { code: 'ENOENT' });
+});
+
+test('walFileSync.poll answers a sync that has returned before the event loop reads its message; that message, read later, answers nobody', async (t) => {
+  const path = join(tempDir(t), 'store.db-wal');
+  writeFileSync(path, 'frames');
+  const wal = walFileSync(path);
+  t.after(() => wal.close());
+  const answers: Array<Error | null> = [];
+  wal.sync((error) => answers.push(error));
+  // Blocks this thread (no event loop turn, so no message read) while the sync thread works: poll alone can answer.
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let i = 0; i < 1000 && answers.length === 0; i++) {
+    Atomics.wait(pause, 0, 0, 10);
+    wal.poll?.();
+  }
+  assert.deepEqual(answers, [null], 'answered by poll, within the same turn');
+  // Still in that turn, a second sync, which fails (the file is gone): were the first sync's message taken
+  // for its answer, it would be answered "synced" before it ran.
+  unlinkSync(path);
+  const second = await new Promise<Error | null>((resolve) => wal.sync(resolve));
+  assert.equal((second as NodeJS.ErrnoException | null)?.code, 'ENOENT');
+  assert.deepEqual(answers, [null], 'the first sync was answered once');
+
+  const gone = walFileSync(join(tempDir(t), 'gone-wal'));
+  t.after(() => gone.close());
+  let calledBack = false;
+  const failed = new Promise<Error | null>((resolve) => gone.sync((error) => {
+    calledBack = true;
+    resolve(error);
+  }));
+  for (let i = 0; i < 30; i++) {
+    Atomics.wait(pause, 0, 0, 10);
+    gone.poll?.();
+  }
+  assert.equal(calledBack, false, 'a failed sync is left to its message, which says why');
+  assert.equal(((await failed) as NodeJS.ErrnoException | null)?.code, 'ENOENT');
 });
 
 test('walFileSync does not queue behind libuv\'s thread pool (dns.lookup of webhook hosts runs there): with every pool thread busy, a sync returns first', async (t) => {

@@ -44,7 +44,6 @@ class HeldSync implements WalSync {
 
   /** Syncs that returned but whose answer the event loop has not read yet: `poll` hands them over. */
   finished = 0;
-  polls = 0;
 
   finish(): void {
     assert.ok(this.pending.length > this.finished, 'no sync in flight');
@@ -52,7 +51,6 @@ class HeldSync implements WalSync {
   }
 
   poll(): void {
-    this.polls++;
     for (; this.finished > 0; this.finished--) this.release();
   }
 }

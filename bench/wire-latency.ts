@@ -3,8 +3,9 @@
 // The latency of every request of a wrk run as the wire saw it, to check what wrk's p99 is made of.
 // CAPTURE.txt is `tcpdump -r F -n -tt` of a capture taken on loopback during the run, for instance:
 //
-//   tcpdump -i lo -n -s 96 -w F 'tcp port P and tcp[tcpflags] & tcp-push != 0'
+//   tcpdump -i lo -n -s 128 -w F 'tcp port P and tcp[tcpflags] & tcp-push != 0'
 //
+// (`tcpdump -r F -n -tt -A`, with each packet's bytes, adds the figures for each request method.)
 // (one packet per request and one per answer while answers fit in a segment, as pages of 20 plants do).
 // A request is the time its packet left the client; its answer, the first packet back on that connection.
 //
@@ -30,26 +31,38 @@ if (!Number.isInteger(port) || !(seconds > 0) || file === undefined) {
   process.exit(2);
 }
 
-interface Exchange { sentAt: number; us: number; first: boolean }
+interface Exchange { sentAt: number; us: number; first: boolean; method: string }
 const exchanges: Exchange[] = [];
-const waiting = new Map<number, number>();
+const waiting = new Map<number, { at: number; method: string }>();
 const seen = new Set<number>();
 const line = /^(\d+\.\d+) IP [\d.]+\.(\d+) > [\d.]+\.(\d+):/;
-for (const text of readFileSync(file, 'utf8').split('\n')) {
+const requestLine = /(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) \//;
+const lines = readFileSync(file, 'latin1').split('\n');
+lines.forEach((text, i) => {
   const m = line.exec(text);
-  if (m === null) continue;
+  if (m === null) return;
   const at = Number(m[1]);
   const from = Number(m[2]);
   const to = Number(m[3]);
-  if (to === port) waiting.set(from, at);
-  else if (from === port) {
-    const sentAt = waiting.get(to);
-    if (sentAt === undefined) continue;
+  if (to === port) {
+    // With -A, the packet's bytes follow on the next lines (until the next packet's line).
+    let method = '?';
+    for (let j = i + 1; j < Math.min(lines.length, i + 8) && !line.test(lines[j] ?? ''); j++) {
+      const r = requestLine.exec(lines[j] ?? '');
+      if (r !== null) {
+        method = r[1] as string;
+        break;
+      }
+    }
+    waiting.set(from, { at, method });
+  } else if (from === port) {
+    const sent = waiting.get(to);
+    if (sent === undefined) return;
     waiting.delete(to);
-    exchanges.push({ sentAt, us: Math.round((at - sentAt) * 1e6), first: !seen.has(to) });
+    exchanges.push({ sentAt: sent.at, us: Math.round((at - sent.at) * 1e6), first: !seen.has(to), method: sent.method });
     seen.add(to);
   }
-}
+});
 if (exchanges.length === 0) throw new Error(`no request and answer on port ${port} in ${file}`);
 
 const pct = (sorted: readonly number[], p: number) => (sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0) / 1000;
@@ -61,8 +74,9 @@ const summary = (name: string, us: number[]) => {
 
 summary('on the wire', exchanges.map((e) => e.us));
 summary('  without each connection\'s first request', exchanges.filter((e) => !e.first).map((e) => e.us));
-const firsts = exchanges.filter((e) => e.first).map((e) => e.us);
-summary('  each connection\'s first request alone', firsts);
+summary('  each connection\'s first request alone', exchanges.filter((e) => e.first).map((e) => e.us));
+const methods = [...new Set(exchanges.map((e) => e.method))].filter((m) => m !== '?');
+for (const method of methods) summary(`  ${method}, without first requests`, exchanges.filter((e) => !e.first && e.method === method).map((e) => e.us));
 
 // wrk's correction, as in its stats_correct, on the raw latencies: with and without the connections' first requests.
 const interval = Math.floor((seconds * 1e6) / Math.floor(exchanges.length / connections));

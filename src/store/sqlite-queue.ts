@@ -34,7 +34,7 @@ export interface WalSync {
    * Hands a sync that has finished by now to its `done` at once, when the event loop has not got to its
    * answer yet: a busy loop gets to it only at its next turn, after every socket that turn found ready.
    */
-  poll?(): void;
+  poll(): void;
   /** The same, blocking: for close, which must leave nobody waiting. */
   syncNow(): void;
   /** Stops what `sync` runs on; a sync still in flight is never answered. */
@@ -238,7 +238,7 @@ export class WriteQueue {
    */
   add<T>(run: () => T, { durable = true }: { durable?: boolean } = {}): Promise<T> {
     // A sync in flight may have finished: its batches are answered now rather than at the loop's next turn.
-    if (this.#syncing) this.#wal.poll?.();
+    if (this.#syncing) this.#wal.poll();
     const unavailable = this.#events.unavailable();
     if (unavailable) return Promise.reject(new StoreUnavailableError(unavailable));
     return new Promise<T>((resolve, reject) => {
@@ -339,7 +339,7 @@ export class WriteQueue {
   #sync(): void {
     // The sync in flight may have finished by now (see WalSync.poll): its callback then starts the next,
     // which covers the batch just committed too.
-    if (this.#syncing) return this.#wal.poll?.();
+    if (this.#syncing) return this.#wal.poll();
     if (this.#unsynced.length === 0) return;
     this.#syncing = true;
     const covered = this.#unsynced.length;

@@ -14,6 +14,7 @@ import {
 } from './sql.js';
 import { currentUser, isBusy, isUnwritable, named, openFailure, storeError } from './sqlite-errors.js';
 import { identityOf, prepareStorePath, quickCheck, takeServerLock, watchIdentity } from './sqlite-file.js';
+import { CHECKPOINT_FRAMES, startCheckpointer, type WalCheckpointer } from './sqlite-checkpoint.js';
 import { FIRST_RETRY_MS, MAX_RETRY_MS, walFileSync, WriteQueue } from './sqlite-queue.js';
 import { PageReader } from './sqlite-pages.js';
 import { SqliteTransfer } from './sqlite-transfer.js';
@@ -111,6 +112,7 @@ export async function openSqliteStore(
     const store = new SqliteStore(db, lock, { path, realPath, busyTimeoutMs, logger, observer });
     if (server) {
       await store.watch(deadline);
+      store.checkpointInBackground();
       await store.releaseOrphanedClaims();
     }
     return store;
@@ -157,6 +159,9 @@ class SqliteStore implements CacheableStore, TransferableStore {
   /** The last write failed because the store cannot be written (read-only, disk full, I/O error); /readyz says so. */
   #unwritable: { error: unknown; probedAt: number } | undefined;
   #stopWatch: (() => void) | undefined;
+  /** Server only: checkpoints the WAL off the event loop (see startCheckpointer). */
+  #checkpointer: WalCheckpointer | undefined;
+  #closed: Promise<void> | undefined;
   readonly #webhooks: SqliteWebhooks;
   #eventsListener: (() => void) | undefined;
   /** A write of the running batch queued webhook events: the listener is told once the batch is committed and synced. */
@@ -231,6 +236,26 @@ class SqliteStore implements CacheableStore, TransferableStore {
       this.#cannotWrite(error);
     }
     this.#stopWatch = watchIdentity(this.#file.realPath, identityOf(this.#file.realPath), WATCH_INTERVAL_MS, (problem) => this.#fileChanged(problem));
+  }
+
+  /**
+   * Server only: from now on the WAL is checkpointed by a thread of its own, never by this connection's
+   * COMMIT on the event loop. If that thread cannot start or dies, this connection checkpoints again as
+   * SQLite does by default, and the log says so.
+   */
+  checkpointInBackground(): void {
+    const { logger, realPath } = this.#file;
+    this.#db.pragma('wal_autocheckpoint = 0');
+    this.#checkpointer = startCheckpointer(realPath, {
+      failed: (error) => logger?.error({ err: error, path: realPath }, 'a WAL checkpoint failed; the WAL grows until one succeeds (tried again every 100 ms)'),
+      recovered: () => logger?.info({ path: realPath }, 'WAL checkpoints succeed again'),
+      stopped: (error) => {
+        this.#checkpointer = undefined;
+        if (!this.#db.open) return;
+        this.#db.pragma(`wal_autocheckpoint = ${CHECKPOINT_FRAMES}`);
+        logger?.error({ err: error, path: realPath }, 'the WAL checkpoint thread stopped; checkpoints run on the serving connection again, as SQLite does by default');
+      },
+    });
   }
 
   #fileChanged(problem: string | undefined): void {
@@ -463,11 +488,18 @@ class SqliteStore implements CacheableStore, TransferableStore {
     return new SqliteTransfer(this.#db, SQLITE, (run) => this.#writes.add(run));
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
+    this.#closed ??= this.#close();
+    return this.#closed;
+  }
+
+  async #close(): Promise<void> {
     if (!this.#db.open) return;
     this.#stopWatch?.();
     this.#writes.close();
     this.#unavailable = new Error('the store is closed');
+    // Waited for: nothing of this store runs after close, which releases the server lock next.
+    await this.#checkpointer?.close();
     this.#db.close();
     this.#lock?.close();
   }

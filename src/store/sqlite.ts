@@ -252,8 +252,13 @@ class SqliteStore implements CacheableStore, TransferableStore {
       stopped: (error) => {
         this.#checkpointer = undefined;
         if (!this.#db.open) return;
-        this.#db.pragma(`wal_autocheckpoint = ${CHECKPOINT_FRAMES}`);
         logger?.error({ err: error, path: realPath }, 'the WAL checkpoint thread stopped; checkpoints run on the serving connection again, as SQLite does by default');
+        try {
+          this.#db.pragma(`wal_autocheckpoint = ${CHECKPOINT_FRAMES}`);
+        } catch (failure) {
+          // On a worker's exit event: thrown, it would end the process.
+          logger?.error({ err: failure, path: realPath }, 'could not turn checkpoints back on for the serving connection; the WAL grows until the server restarts');
+        }
       },
     });
   }

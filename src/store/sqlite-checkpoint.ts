@@ -3,7 +3,7 @@ import { sqliteDriver } from './sqlite-driver.js';
 
 /** SQLite's own default for wal_autocheckpoint: a checkpoint once the WAL holds this many frames not yet copied back. */
 export const CHECKPOINT_FRAMES = 1000;
-/** How often the thread asks how many frames wait (PRAGMA wal_checkpoint(NOOP): a read of shared memory, no I/O). */
+/** How often the thread asks how many frames wait (PRAGMA wal_checkpoint(NOOP), which copies nothing). */
 export const CHECKPOINT_CHECK_MS = 100;
 
 /** Told on the event loop of what happens in the thread. */
@@ -68,8 +68,9 @@ try {
       if (failing) report();
       failing = false;
     } catch (error) {
-      // Another connection is checkpointing (a CLI command's autocheckpoint): the next check tries again.
-      if (error.code === 'SQLITE_BUSY') continue;
+      // Another connection is checkpointing (a CLI command's autocheckpoint) or holds a lock: the next
+      // check tries again (the test of sqlite-errors.ts's isBusy, which an eval'd thread cannot import).
+      if (/^SQLITE_(BUSY|LOCKED)/.test(String(error.code))) continue;
       if (!failing) report(error, false);
       failing = true;
     }

@@ -12,9 +12,9 @@ import {
   backlogOf, migrationValues, pendingMigrations, statements, tokenOf, tokenValues,
   type BacklogRow, type Dialect, type TokenRow,
 } from './sql.js';
+import { CHECKPOINT_FRAMES, startCheckpointer, type WalCheckpointer } from './sqlite-checkpoint.js';
 import { currentUser, isBusy, isUnwritable, named, openFailure, storeError } from './sqlite-errors.js';
 import { identityOf, prepareStorePath, quickCheck, takeServerLock, watchIdentity } from './sqlite-file.js';
-import { CHECKPOINT_FRAMES, startCheckpointer, type WalCheckpointer } from './sqlite-checkpoint.js';
 import { FIRST_RETRY_MS, MAX_RETRY_MS, walFileSync, WriteQueue } from './sqlite-queue.js';
 import { PageReader } from './sqlite-pages.js';
 import { SqliteTransfer } from './sqlite-transfer.js';

@@ -393,12 +393,18 @@ class SqliteStore implements CacheableStore, TransferableStore {
         `INSERT INTO server_secrets (name, value, created_at) VALUES (?, ?, ?)
          ON CONFLICT (name) DO UPDATE SET name = excluded.name RETURNING value`,
       );
+      const run = () => upsert.get('cursor', randomBytes(32), Date.now())?.value;
+      let key: Buffer | undefined;
       try {
-        this.#cursorKey = upsert.get('cursor', randomBytes(32), Date.now())?.value;
+        key = run();
       } catch (error) {
-        throw storeError(error);
+        // The write lock, held for a moment by another connection (the checkpoint thread's FULL step, a
+        // CLI command): waited for in the write queue, as every write, rather than failing with 503.
+        if (!isBusy(error)) throw storeError(error);
+        key = await this.#writes.add(run);
       }
-      if (this.#cursorKey === undefined) throw new Error('the cursor key upsert returned no row');
+      if (key === undefined) throw new Error('the cursor key upsert returned no row');
+      this.#cursorKey = key;
     }
     return this.#cursorKey;
   }

@@ -94,3 +94,16 @@ test('writes waiting for the lock keep their order, and each waits the busy time
   const page = await store.listPlants({ owner: 'alice', limit: 10 });
   assert.deepEqual(page.plants.map((p) => p.name), ['p2', 'p3', 'p4', 'p5']);
 });
+
+test('the cursor key, written at the first list that needs a cursor, waits for a write lock held for a moment (as the checkpoint thread holds it) instead of failing with 503', async (t) => {
+  const { store, holdWriteLock: hold } = await testStore(t);
+  const release = await hold();
+  let settled = false;
+  const pending = store.cursorKey().finally(() => (settled = true));
+  await sleep(300);
+  assert.equal(settled, false, 'it waits while the lock is held');
+  await release();
+  const key = await pending;
+  assert.equal(key.length, 32);
+  assert.deepEqual(await store.cursorKey(), key, 'the same key afterwards');
+});

@@ -15,6 +15,18 @@ export function generateToken(): string {
   return TOKEN_PREFIX + randomBytes(TOKEN_BYTES).toString('base64url');
 }
 
+/** `pst_` and 43 base64url characters: every token plantstore has issued, since the first version. */
+const TOKEN_LENGTH = TOKEN_PREFIX.length + Math.ceil((TOKEN_BYTES * 4) / 3);
+
+/**
+ * Whether a bearer string has the shape of a token this service issues (its characters are checked by
+ * the Authorization header's syntax already). Anything else is no token of ours, though it is still
+ * looked up (and refused) like any unknown one.
+ */
+export function looksLikeToken(bearer: string): boolean {
+  return bearer.length === TOKEN_LENGTH && bearer.startsWith(TOKEN_PREFIX);
+}
+
 /**
  * Tokens carry 256 random bits, so a single fast hash is enough to make a stolen database useless:
  * there is nothing to brute-force. (A slow KDF is for low-entropy passwords, and would cost every request.)

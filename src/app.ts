@@ -20,6 +20,7 @@ import { exactPathIds, strictQuery } from './http/query.js';
 import { AuthFailureLimit, TokenRateLimit } from './http/rate-limit.js';
 import { addSharedSchemas } from './http/schemas.js';
 import { readinessGate, LateStore } from './http/readiness.js';
+import { requestLogger } from './http/request-logger.js';
 import { SECURITY_HEADERS, securityHeaders } from './http/security-headers.js';
 import { drainOnClose } from './http/shutdown.js';
 
@@ -96,6 +97,8 @@ export function createServer({ logger, ...overrides }: ServerOptions): FastifyIn
     // Fastify would log two lines per request (received, completed); with ACCESS_LOG=on, logAccess
     // writes one instead.
     logController: new LogController({ disableRequestLogging: true }),
+    // request.log makes its pino child only when something is logged through it (http/request-logger.ts).
+    childLoggerFactory: requestLogger,
     // Unique across instances and restarts (a random prefix per process), cheaper than a UUID each.
     genReqId: () => `${REQUEST_ID_PREFIX}-${(++requestCount).toString(36)}`,
     trustProxy: settings.trustProxy,

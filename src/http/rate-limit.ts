@@ -85,6 +85,11 @@ export class AuthFailureLimit {
     this.#rate = rate;
   }
 
+  /** Whether any address may be blocked: when none is, a request is let through without reading its address. */
+  get blocking(): boolean {
+    return this.#blockedUntil.size > 0;
+  }
+
   /** The 429 to answer if `address` is blocked now, else null. */
   refusal(address: string, now: number): ApiError | null {
     const until = this.#blockedUntil.get(address);
@@ -125,6 +130,7 @@ export class AuthFailureLimit {
  */
 export function refuseBlockedAddress(limit: AuthFailureLimit): Hook {
   return function refuseBlocked(request, _reply, done) {
+    if (!limit.blocking) return done();
     done(limit.refusal(request.ip, Date.now()) ?? undefined);
   };
 }

@@ -58,6 +58,9 @@ class TokenCache {
   get(token: string, now: number): Promise<TokenRecord | null> {
     const hit = this.#entries.get(token);
     if (hit && now - hit.at < TOKEN_CACHE_TTL_MS) return hit.record;
+    // No token was ever issued in another shape: such a string is read (and refused) without a place
+    // here, not even while its read is in flight, so keys stay token-sized.
+    if (!looksLikeToken(token)) return this.#store.findTokenByHash(hashToken(token));
     const entry: CacheEntry = { at: now, record: this.#store.findTokenByHash(hashToken(token)) };
     this.#entries.delete(token);
     this.#dropStale(now);
@@ -101,11 +104,9 @@ function judge(record: TokenRecord | null, now: number, entry?: CacheEntry): Ver
  * Any bearer string that no other verifier claims comes here, and is refused as unknown if it is not one.
  */
 export class OpaqueTokenVerifier implements Verifier {
-  readonly #store: Store;
   readonly #cache: TokenCache;
 
   constructor(store: Store) {
-    this.#store = store;
     this.#cache = new TokenCache(store);
   }
 
@@ -121,9 +122,6 @@ export class OpaqueTokenVerifier implements Verifier {
   verify(token: string, now: number): Verdict | Promise<Verdict> {
     const known = this.#cache.fresh(token, now);
     if (known) return judge(known.value ?? null, now, known);
-    // No token was ever issued in another shape: such a string is read (and refused) without a place in
-    // the cache, whose keys then stay token-sized.
-    if (!looksLikeToken(token)) return this.#store.findTokenByHash(hashToken(token)).then((record) => judge(record, now));
     return this.#cache.get(token, now).then((record) => judge(record, now));
   }
 }

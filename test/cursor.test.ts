@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { CursorCodec, PageCursors } from '../src/http/cursor.js';
 import { LateStore } from '../src/http/readiness.js';
@@ -25,7 +25,7 @@ function assertRefused(res: Awaited<ReturnType<typeof list>>, label: string) {
   assert.equal(errorBody(res).error, 40003, label);
 }
 
-test('a cursor tells nothing about the store: the same form at any position, sealed with a fresh nonce by each process, no number inside', async (t) => {
+test('a cursor tells nothing about the store: the same form at any position, no number inside, the same text for the same position of the same listing on every instance', async (t) => {
   const first = await testApp(t);
   const { app, token, store } = first;
   const bob = await token('bob');
@@ -38,24 +38,34 @@ test('a cursor tells nothing about the store: the same form at any position, sea
   const aliceFirst = cursorOf(await list(app, alice, '?limit=1'));
   assert.equal((await create(app, alice, { id: 4, name: 'a4' })).statusCode, 200);
   assert.equal((await create(app, alice, { id: 5, name: 'a5' })).statusCode, 200);
-  // A delete makes all her cached pages stale (a create leaves a page with a next link cached, as it
-  // stays exact): her first page is read anew, and ends where it did, so it gets the cursor this
-  // process already sealed for that position of her listing.
+  // A delete makes all her cached pages stale: her first page is read and sealed anew, and ends where it
+  // did, so it gets the same cursor.
   const deleted = await app.inject({ method: 'DELETE', url: '/plants/5', headers: { authorization: `Bearer ${alice}` } });
   assert.equal(deleted.statusCode, 204);
-  assert.equal(cursorOf(await list(app, alice, '?limit=1')), aliceFirst, 'the same position of the same listing, in the same process');
-  // Another process (here another app on the same store) seals that same position with a nonce of its own.
+  assert.equal(cursorOf(await list(app, alice, '?limit=1')), aliceFirst, 'the same position of the same listing, sealed again');
+  // Another process (here another app on the same store) seals that same position to the same text.
   const elsewhere = await testApp(t, {}, first);
-  const aliceAgain = cursorOf(await list(elsewhere.app, alice, '?limit=1'));
+  assert.equal(cursorOf(await list(elsewhere.app, alice, '?limit=1')), aliceFirst, 'the same text from another process');
+  const aliceSecond = cursorOf(await list(app, alice, '?limit=2'));
   const bobFirst = cursorOf(await list(app, bob, '?limit=1'));
-  assert.notEqual(aliceFirst, aliceAgain, 'another process seals the same position differently');
-  for (const cursor of [aliceFirst, aliceAgain, bobFirst]) {
-    assert.match(cursor, /^[A-Za-z0-9_-]{48}$/, 'one form and length whatever the position');
+  const admin = await token('root', { admin: true });
+  const adminCursors = [cursorOf(await list(app, admin, '?limit=1')), cursorOf(await list(app, admin, '?limit=300'))];
+  const all = [aliceFirst, aliceSecond, bobFirst, ...adminCursors];
+  assert.equal(new Set(all).size, all.length, 'other listings and other positions, other cursors');
+  for (const cursor of all) {
+    assert.match(cursor, /^[A-Za-z0-9_-]{21}[AQgw]$/, 'one form and length whatever the position');
     const bytes = Buffer.from(cursor, 'base64url');
-    assert.equal(bytes.length, 36);
+    assert.equal(bytes.length, 16);
+    assert.equal(bytes.toString('base64url'), cursor, 'the one text of its bytes');
     assert.doesNotMatch(bytes.toString('latin1'), /^\d+$/, 'not a number in disguise');
+    // The position (a count over the whole store: 3 for bob, past 300 for alice) is not in the clear.
+    for (const position of [1, 3, 301, 302, 303, 304]) {
+      const plain = Buffer.alloc(8);
+      plain.writeBigUInt64BE(BigInt(position));
+      assert.equal(bytes.indexOf(plain.subarray(4)), -1, `position ${position} not in the bytes`);
+    }
   }
-  // Both still continue where they should.
+  // Each still continues where it should.
   assert.deepEqual((await list(app, alice, `?limit=5&cursor=${aliceFirst}`)).json(), [{ name: 'a2' }, { name: 'a3' }, { name: 'a4' }]);
   assert.deepEqual((await list(app, bob, `?limit=5&cursor=${bobFirst}`)).json(), [{ name: 'b2' }, { name: 'b3' }]);
 });
@@ -74,7 +84,10 @@ test('a cursor changed in any bit, cut short, lengthened, or taken to another li
     changed[i] = (changed[i] as number) ^ (1 << (i % 8));
     assertRefused(await list(app, alice, `?limit=1&cursor=${changed.toString('base64url')}`), `bit ${i % 8} of byte ${i} flipped`);
   }
-  for (const cut of [cursor.slice(0, 47), cursor.slice(0, 32), cursor.slice(1), `${cursor}A`, `${cursor}${cursor}`]) {
+  // Cut short, lengthened, or another text of the same bytes (the last character's 4 unused bits set).
+  const unused = `${cursor.slice(0, 21)}${String.fromCharCode((cursor.at(-1) as string).charCodeAt(0) + 1)}`;
+  assert.deepEqual(Buffer.from(unused, 'base64url'), bytes, 'the same bytes, decoded leniently');
+  for (const cut of [cursor.slice(0, 21), cursor.slice(0, 16), cursor.slice(1), `${cursor}A`, `${cursor}${cursor}`, `${cursor}${'A'.repeat(26)}`, unused]) {
     assertRefused(await list(app, alice, `?limit=1&cursor=${cut}`), `cursor ${cut}`);
   }
   assertRefused(await list(app, bob, `?limit=1&cursor=${cursor}`), "another user's cursor");
@@ -139,51 +152,74 @@ test('CursorCodec opens what it sealed, for the same listing and key only; a sto
   assert.equal(new CursorCodec(randomBytes(32)).open(sealed, { owner: 'alice' }), null, 'another key');
   assert.equal(codec.open(sealed, { owner: 'alice', tag: '' }), null);
   assert.equal(codec.open(sealed, { owner: null }), null);
+  const unused = `${sealed.slice(0, 21)}${String.fromCharCode((sealed.at(-1) as string).charCodeAt(0) + 1)}`;
+  assert.equal(codec.open(unused, { owner: 'alice' }), null, 'another text of the same bytes');
+  assert.equal(codec.open(codec.seal(2 ** 60, { owner: 'alice' }), { owner: 'alice' }), null, 'past 2^53: not a position this service hands out');
   assert.throws(() => new CursorCodec(randomBytes(16)));
   await assert.rejects(new LateStore().handle.cursorKey(), StoreNotOpenError);
 });
 
-test('PageCursors: every cursor it sealed opens for its own listing only, whether still remembered, in the older memo generation, or long forgotten', async (t) => {
-  const { store } = await testStore(t);
-  const cursors = new PageCursors(store);
-  const alice = { owner: 'alice' };
-  // 25,000 seals: more than both memo generations hold (10,000), so the first are opened by the cipher.
-  const sealed: string[] = [];
-  for (let next = 1; next <= 25_000; next++) sealed.push(await cursors.seal({ plants: [], next }, alice));
-  for (const next of [1, 7_000, 15_001, 18_000, 24_999, 25_000]) {
-    const cursor = sealed[next - 1] as string;
-    assert.equal(await cursors.open(cursor, alice), next, `sealed as number ${next}`);
-    assert.equal(await cursors.open(cursor, alice), next, `number ${next}, opened again`);
-    for (const other of [{ owner: 'bob' }, { owner: null }, { owner: 'alice', tag: 'x' }]) {
-      await assert.rejects(cursors.open(cursor, other), (e: { row?: { code: number } }) => e.row?.code === 40003, `number ${next} for ${JSON.stringify(other)}`);
-    }
+/** A cursor as releases before version 2 sealed it: nonce ‖ AES-256-GCM(position) ‖ tag, the listing as associated data. */
+function sealV1(key: Buffer, position: number, { owner, tag }: { owner: string | null; tag?: string }): string {
+  const nonce = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, nonce, { authTagLength: 16 });
+  cipher.setAAD(Buffer.from(`plantstore cursor v1\u0000${owner === null ? '*' : `@${owner}`}${tag === undefined ? '' : `\u0000${tag}`}`));
+  const plain = Buffer.alloc(8);
+  plain.writeBigUInt64BE(BigInt(position));
+  return Buffer.concat([nonce, cipher.update(plain), cipher.final(), cipher.getAuthTag()]).toString('base64url');
+}
+
+test('a cursor an earlier release sealed (version 1, AES-GCM, 48 characters) still opens, for its own listing only, and unchanged only', async (t) => {
+  const { app, token, store } = await testApp(t);
+  const alice = await token('alice');
+  const bob = await token('bob');
+  await createNamed(app, alice, ['a1', 'a2', 'a3'], 'x');
+  const key = await store.cursorKey();
+  const first = (await list(app, alice, '?limit=1')).json() as unknown[];
+  assert.deepEqual(first, [{ name: 'a1', tag: 'x' }]);
+  // Position 1 is her first plant (the store's first): a version 1 cursor continues after it.
+  const v1 = sealV1(key, 1, { owner: 'alice' });
+  assert.match(v1, /^[A-Za-z0-9_-]{48}$/);
+  const page = await list(app, alice, `?limit=1&cursor=${v1}`);
+  assert.equal(page.statusCode, 200);
+  assert.deepEqual(page.json(), [{ name: 'a2', tag: 'x' }]);
+  assert.match(cursorOf(page), /^[A-Za-z0-9_-]{21}[AQgw]$/, 'the next cursor is sealed in the current form');
+  assert.deepEqual((await list(app, alice, `?limit=5&tag=x&cursor=${sealV1(key, 1, { owner: 'alice', tag: 'x' })}`)).json(), [{ name: 'a2', tag: 'x' }, { name: 'a3', tag: 'x' }]);
+  assertRefused(await list(app, bob, `?limit=1&cursor=${v1}`), "another user's");
+  assertRefused(await list(app, alice, `?limit=1&tag=x&cursor=${v1}`), 'another filter');
+  assertRefused(await list(app, alice, `?limit=1&cursor=${sealV1(randomBytes(32), 1, { owner: 'alice' })}`), 'another key');
+  const bytes = Buffer.from(v1, 'base64url');
+  for (const i of [0, 11, 12, 19, 20, 35]) {
+    const changed = Buffer.from(bytes);
+    changed[i] = (changed[i] as number) ^ 1;
+    assertRefused(await list(app, alice, `?limit=1&cursor=${changed.toString('base64url')}`), `byte ${i} changed`);
   }
 });
 
-test('PageCursors hands out the cursor it already knows for a position of a listing, sealed here or opened from elsewhere, and seals anew once it has forgotten', async (t) => {
+test('PageCursors: a page keeps the cursor sealed for it, for its own listing; what one instance seals, another opens, and seals alike', async (t) => {
   const { store } = await testStore(t);
   const cursors = new PageCursors(store);
   const elsewhere = new PageCursors(store); // another instance on the same store
   const alice = { owner: 'alice' };
-  const first = await cursors.seal({ plants: [], next: 7 }, alice);
-  assert.equal(await cursors.seal({ plants: [], next: 7 }, alice), first, 'another page object ending at the same position');
+  const page = { plants: [], next: 7 };
+  assert.equal(cursors.known(page, alice), undefined, 'nothing sealed yet');
+  const first = await cursors.seal(page, alice);
+  assert.equal(cursors.known(page, alice), first, 'kept with the page');
   for (const other of [{ owner: 'bob' }, { owner: null }, { owner: 'alice', tag: 'x' }, { owner: 'alice', tag: '' }]) {
+    assert.equal(cursors.known(page, other), undefined, `not for ${JSON.stringify(other)}`);
     const sealed = await cursors.seal({ plants: [], next: 7 }, other);
     assert.notEqual(sealed, first, `position 7 of ${JSON.stringify(other)}`);
-    assert.equal(await cursors.open(sealed, other), 7);
+    assert.equal(await elsewhere.open(sealed, other), 7);
     await assert.rejects(cursors.open(sealed, alice), (e: { row?: { code: number } }) => e.row?.code === 40003);
   }
+  assert.equal(await elsewhere.seal({ plants: [], next: 7 }, alice), first, 'the same position of the same listing, another instance');
   assert.notEqual(await cursors.seal({ plants: [], next: 8 }, alice), first, 'another position');
-
-  // A cursor sealed by another instance and opened here is the one this instance then hands out for that position.
-  const foreign = await elsewhere.seal({ plants: [], next: 9 }, alice);
-  assert.equal(await cursors.open(foreign, alice), 9);
-  assert.equal(await cursors.seal({ plants: [], next: 9 }, alice), foreign);
-
-  // Past both generations (10,000 cursors), position 7 is forgotten: sealed anew, and both cursors still open.
-  for (let next = 100; next < 25_100; next++) await cursors.seal({ plants: [], next }, alice);
-  const again = await cursors.seal({ plants: [], next: 7 }, alice);
-  assert.notEqual(again, first, 'a fresh nonce once forgotten');
-  assert.equal(await cursors.open(first, alice), 7);
-  assert.equal(await cursors.open(again, alice), 7);
+  // Many cursors, nothing remembered: each opens for its own listing, from either instance.
+  const sealed: string[] = [];
+  for (let next = 1; next <= 25_000; next++) sealed.push(await cursors.seal({ plants: [], next }, alice));
+  for (const next of [1, 7_000, 15_001, 25_000]) {
+    assert.equal(await elsewhere.open(sealed[next - 1] as string, alice), next);
+    assert.equal(await cursors.open(sealed[next - 1] as string, alice), next);
+    await assert.rejects(cursors.open(sealed[next - 1] as string, { owner: 'bob' }), (e: { row?: { code: number } }) => e.row?.code === 40003);
+  }
 });

@@ -38,7 +38,7 @@ interface Entry {
  * its JSON text.
  */
 const ENTRY_BYTES = 320;
-/** A page with a next position: what a reader may keep with it (PlantPage: one short text, a sealed cursor of 48 characters). */
+/** A page with a next position: what a reader may keep with it (PlantPage: one short text, a sealed cursor of 22 characters). */
 const NEXT_BYTES = 160;
 /** Per plant: the object, its array slot, two string headers, its share of the JSON text's syntax. */
 const PLANT_BYTES = 96;

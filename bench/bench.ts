@@ -704,8 +704,17 @@ async function main(): Promise<void> {
       // over the JWT server also shows that the same pages are there for JWTs.
       const walkedJwt = countPages(await collectPages(jwtMix.url, mixJwks.tokens));
       if (walkedJwt !== countPages(sqlitePages)) throw new Error(`the mix's JWT server has ${walkedJwt} pages, the opaque one ${countPages(sqlitePages)}`);
-      if (baselineSqliteMix) await collectPages(baselineSqliteMix.url, mixTokens);
-      if (baselinePostgresMix && pgMix) await collectPages(baselinePostgresMix.url, pgMix.tokens);
+      // A baseline walks its own pages too, and is loaded with the cursors it sealed: another release may
+      // seal cursors in another form (version 2 cursors are not opened by earlier releases).
+      const baselineData = async (system: System | undefined, tokens: readonly string[], file: string): Promise<string | undefined> => {
+        if (system === undefined) return undefined;
+        const pages = await collectPages(system.url, tokens);
+        if (countPages(pages) !== countPages(sqlitePages)) throw new Error(`${system.name} has ${countPages(pages)} pages of the mix, not ${countPages(sqlitePages)}`);
+        writeMixData(join(dir, file), pages);
+        return join(dir, file);
+      };
+      const baselineSqliteData = await baselineData(baselineSqliteMix, mixTokens, 'mix-baseline-sqlite.tsv');
+      const baselinePgData = pgMix ? await baselineData(baselinePostgresMix, pgMix.tokens, 'mix-baseline-pg.tsv') : undefined;
       process.stderr.write(`mix ready in ${Math.round((Date.now() - mixStarted) / 1000)} s\n`);
       // The bare server answers the bytes of a typical page (a user's first: 20 plants and a next
       // link) to every GET, and a plant to every POST.
@@ -732,8 +741,8 @@ async function main(): Promise<void> {
         sqlite: mixTarget(sqliteMix, sqliteData),
         jwt: mixTarget(jwtMix, jwtData),
         postgres: postgresMix && pgData !== undefined ? mixTarget(postgresMix, pgData) : undefined,
-        baselineSqlite: baselineSqliteMix && mixTarget(baselineSqliteMix, sqliteData),
-        baselinePostgres: baselinePostgresMix && pgData !== undefined ? mixTarget(baselinePostgresMix, pgData) : undefined,
+        baselineSqlite: baselineSqliteMix && baselineSqliteData !== undefined ? mixTarget(baselineSqliteMix, baselineSqliteData) : undefined,
+        baselinePostgres: baselinePostgresMix && baselinePgData !== undefined ? mixTarget(baselinePostgresMix, baselinePgData) : undefined,
       };
       await scenario(s5, present(mix.bare, mix.sqlite, mix.jwt, mix.postgres, mix.baselineSqlite, mix.baselinePostgres));
       const vsBare = (t: Target): Row => ({ scenario: '', target: t, reference: mix.bare, referenceName: 'bare' });

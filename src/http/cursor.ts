@@ -24,9 +24,12 @@ const V1_BYTES = V1_NONCE_BYTES + POSITION_BYTES + V1_TAG_BYTES;
  * only the one text of each block is accepted, so no other text opens as the same cursor. Version 1:
  * 36 bytes, exactly 48 characters. Nothing to escape in a URL either way.
  */
-const V2_TEXT = /^[A-Za-z0-9_-]{21}[AQgw]$/;
-const V1_TEXT = /^[A-Za-z0-9_-]{48}$/;
-export const CURSOR_PATTERN = '^(?:[A-Za-z0-9_-]{21}[AQgw]|[A-Za-z0-9_-]{48})$';
+const V2_FORM = '[A-Za-z0-9_-]{21}[AQgw]';
+const V1_FORM = '[A-Za-z0-9_-]{48}';
+const V2_TEXT = new RegExp(`^${V2_FORM}$`);
+const V1_TEXT = new RegExp(`^${V1_FORM}$`);
+/** The query string's schema: either form, and nothing else reaches the codec. */
+export const CURSOR_PATTERN = `^(?:${V2_FORM}|${V1_FORM})$`;
 
 /**
  * The listing as one string. User names hold no control characters and tags no U+0000, so U+0000

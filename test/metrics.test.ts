@@ -5,6 +5,7 @@ import { test, type TestContext } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { Histogram, Registry } from 'prom-client';
 import { HotHistogram } from '../src/metrics/histogram.js';
+import { EVENT_LOOP_SAMPLE_MS, Metrics } from '../src/metrics/metrics.js';
 import { reasonLabel } from '../src/metrics/http.js';
 import { BACKEND, testDatabase } from './helpers.js';
 import { has, json, parse, serveWithMetrics, token, value, type Sample } from './metrics-helpers.js';
@@ -268,4 +269,37 @@ test('a metrics port in use fails start-up with one line naming it', async (t) =
   const second = spawnServer(t, { DATABASE_URL: db.url, METRICS_PORT: port });
   assert.equal(await second.exited, 1);
   assert.match(second.fatal(), new RegExp(`cannot listen for metrics on 127\\.0\\.0\\.1:${port}: the port is already in use by another process \\(EADDRINUSE\\)`));
+});
+
+test('the event loop lag percentiles, sampled every EVENT_LOOP_SAMPLE_MS, still see a stall of the event loop', async () => {
+  const metrics = new Metrics({ backend: BACKEND, version: 'test' });
+  await sleep(4 * EVENT_LOOP_SAMPLE_MS);
+  const maxLag = async () => value(parse(await metrics.registry.metrics()), 'nodejs_eventloop_lag_max_seconds') ?? Number.NaN;
+  const quiet = await maxLag();
+  assert.ok(quiet < 0.2, `no stall yet: max ${quiet} s`);
+  // A scrape resets the histogram, and its first sample after a reset only starts the next interval.
+  await sleep(3 * EVENT_LOOP_SAMPLE_MS);
+  const until = performance.now() + 300;
+  while (performance.now() < until); // the event loop held for 300 ms
+  await sleep(2 * EVENT_LOOP_SAMPLE_MS);
+  // prom-client sets the percentiles in one collector and then resets the histogram, which may come after
+  // the family is read: a scrape shows what the one before it collected, so two are read.
+  const stalled = Math.max(await maxLag(), await maxLag());
+  assert.ok(stalled >= 0.2, `max ${stalled} s after a 300 ms stall`);
+});
+
+test('an idle server with metrics on wakes its main thread about 20 times a second (the event loop sampled every 50 ms), not 100', { skip: process.platform !== 'linux' && 'reads /proc' }, async (t) => {
+  const run = await serveWithMetrics(t);
+  await run.scrape();
+  const pid = run.server.child.pid as number;
+  // Blocking waits of the main thread (the thread whose id is the process id): each timer that wakes it is one.
+  const waits = () => Number(/^voluntary_ctxt_switches:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8'))?.[1]);
+  await sleep(500);
+  const before = waits();
+  const started = performance.now();
+  await sleep(2000);
+  const perSecond = ((waits() - before) * 1000) / (performance.now() - started);
+  // prom-client's default sampling (10 ms) woke it about 100 times a second; 50 ms makes about 20, plus a few.
+  assert.ok(perSecond < 50, `${perSecond.toFixed(0)} wake-ups a second`);
+  assert.ok(perSecond > 5, `${perSecond.toFixed(0)} wake-ups a second: the event loop is sampled`);
 });

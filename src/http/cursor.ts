@@ -112,6 +112,13 @@ export class CursorCodec {
   }
 }
 
+function opened(position: number | null): number {
+  if (position === null) {
+    throw new ApiError(ERRORS.invalidQuery, `${ERRORS.invalidQuery.message}: cursor is not one this service issued for this listing`);
+  }
+  return position;
+}
+
 /**
  * The cursors of GET /plants: sealed with the store's key, read on first need (a store still opening
  * answers 503 until then). A store may hand out the same page object again while it is valid (a cached
@@ -134,11 +141,15 @@ export class PageCursors {
 
   /** The position to continue after; 400 40003 for anything not sealed for this listing. */
   async open(cursor: string, scope: CursorScope): Promise<number> {
-    const position = (this.#codec ?? (await this.#load())).open(cursor, scope);
-    if (position === null) {
-      throw new ApiError(ERRORS.invalidQuery, `${ERRORS.invalidQuery.message}: cursor is not one this service issued for this listing`);
-    }
-    return position;
+    return this.openNow(cursor, scope) ?? opened((await this.#load()).open(cursor, scope));
+  }
+
+  /**
+   * As `open`, at once, once the key has been read (by any request before): `undefined` until then.
+   * Throws the 400 as `open` rejects with it.
+   */
+  openNow(cursor: string, scope: CursorScope): number | undefined {
+    return this.#codec === undefined ? undefined : opened(this.#codec.open(cursor, scope));
   }
 
   /** The cursor already sealed for this page of this listing, if any: no promise, no cipher. */

@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { EXACT_INT64 } from '../domain/int64.js';
 import { plantOf, PlantTag, type NewPlantBody, type Plant } from '../domain/plant.js';
-import type { Store } from '../store/store.js';
+import type { FastifyReply } from 'fastify';
+import type { ListQuery, PlantPage, Store } from '../store/store.js';
 import { requireScope, type AuthSteps } from './auth.js';
 import { CURSOR_PATTERN, PageCursors } from './cursor.js';
 import { ApiError, ERRORS } from './errors.js';
@@ -44,9 +45,36 @@ const DeleteParams = Type.Object({
  * RFC 8288 link to the next page: same limit and filters, relative to this service's root. The cursor is
  * base64url, which needs no escaping in a URL; the tag is escaped.
  */
-function nextLink(query: { limit: number; tag: string | undefined }, cursor: string): string {
+function nextLink(query: PageQuery, cursor: string): string {
   const tag = query.tag === undefined ? '' : `&tag=${encodeURIComponent(query.tag)}`;
   return `</plants?limit=${query.limit}${tag}&cursor=${cursor}>; rel="next"`;
+}
+
+/** What a next link repeats of a listing. */
+interface PageQuery {
+  readonly limit: number;
+  readonly tag?: string | undefined;
+}
+
+/** A listing whose cursor is still to be opened. */
+interface Unopened {
+  readonly owner: string | null;
+  readonly tag: string | undefined;
+  readonly cursor: string;
+  readonly limit: number;
+}
+
+/**
+ * What the list route returns for `page` (Fastify sends it): its JSON text as it is when the store keeps
+ * it with the page (a cached one), not serialized again; else its plants, shared and read-only (see
+ * PlantPage), which the route's schema serializes. `next` is the cursor of the page after, if any.
+ */
+function answer(reply: FastifyReply, listing: PageQuery, page: PlantPage, next: string | null): Plant[] {
+  if (next !== null) reply.header('link', nextLink(listing, next));
+  if (page.json === undefined) return page.plants as Plant[];
+  // The route's type knows only the schema's array; a string with a JSON content type goes out as is.
+  reply.type('application/json; charset=utf-8');
+  return page.json as unknown as Plant[];
 }
 
 /**
@@ -110,26 +138,35 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ store: Store; auth: AuthSt
         },
       },
     },
-    async (request, reply) => {
+    (request, reply) => {
       // ajv has filled in the default limit; the type cannot know it, so it is named once more here.
       const { limit = LIMIT_DEFAULT, tag, cursor } = request.query;
-      const query = { limit, tag };
       const owner = request.principal.admin ? null : request.principal.user;
-      const listing = {
-        owner,
-        tag,
-        after: cursor === undefined ? undefined : await cursors.open(cursor, { owner, tag }),
-        limit,
-      };
-      const page = await store.listPlants(listing);
-      if (page.next !== null) reply.header('link', nextLink(query, cursors.known(page, listing) ?? (await cursors.seal(page, listing))));
-      // A page the store keeps (a cached one) carries its JSON text: sent as it is, not serialized again.
-      // The typed send knows only the schema's array; a string with a JSON content type goes out as is.
-      if (page.json !== undefined) return reply.type('application/json; charset=utf-8').send(page.json as unknown as unknown[]);
-      // Shared and read-only (see PlantPage); serializing it changes nothing.
-      return page.plants as Plant[];
+      // A page the list cache holds, whose next cursor was sealed before, is answered within this call:
+      // no promise, no wait for another turn of the event loop (a cursor is opened at once once the key
+      // has been read, by any request before). Anything else is read and sealed by `listFromStore`.
+      const after = cursor === undefined ? undefined : cursors.openNow(cursor, { owner, tag });
+      if (cursor !== undefined && after === undefined) return listFromStore(reply, { owner, tag, cursor, limit });
+      const listing = { owner, tag, after, limit };
+      const page = store.cachedPage(listing);
+      const next = page === undefined || page.next === null ? null : cursors.known(page, listing);
+      if (page === undefined || next === undefined) return listFromStore(reply, listing, page);
+      return answer(reply, listing, page, next);
     },
   );
+
+  /**
+   * The list, for what the route could not answer at once: the cursor opened (when `listing` still has
+   * it), the page read (unless `cached`), its next cursor sealed.
+   */
+  async function listFromStore(
+    reply: FastifyReply, listing: ListQuery | Unopened, cached?: PlantPage,
+  ): Promise<Plant[]> {
+    const { owner, tag, limit } = listing;
+    const opened = 'cursor' in listing ? { owner, tag, after: await cursors.open(listing.cursor, { owner, tag }), limit } : listing;
+    const page = cached ?? (await store.listPlants(opened));
+    return answer(reply, opened, page, page.next === null ? null : (cursors.known(page, opened) ?? (await cursors.seal(page, opened))));
+  }
 
   app.delete(
     '/plants/:id',

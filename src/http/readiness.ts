@@ -22,6 +22,8 @@ export class LateStore {
     const notOpen = (): Promise<never> => Promise.reject(new StoreNotOpenError());
     const handle: Record<string, unknown> = { backend: 'not open', close: () => Promise.resolve() };
     for (const name of STORE_METHODS) if (name !== 'close') handle[name] = notOpen;
+    // Holds no page: the caller goes on to listPlants, which rejects.
+    handle.cachedPage = () => undefined;
     // Not a promise: kept until the store opens, then handed to it (a rejection here would go unhandled).
     handle.onEventsQueued = (listener: () => void) => {
       this.#eventsListener = listener;
@@ -44,7 +46,7 @@ export class LateStore {
 
 /** Exhaustive by construction: adding a method to Store without listing it here fails to compile. */
 const METHOD_SET: Record<StoreMethod, true> = {
-  createPlant: true, listPlants: true, deletePlant: true, createToken: true, findTokenByHash: true,
+  createPlant: true, listPlants: true, cachedPage: true, deletePlant: true, createToken: true, findTokenByHash: true,
   listTokens: true, revokeToken: true, hit: true, cursorKey: true, onEventsQueued: true, createWebhook: true,
   listWebhooks: true, deleteWebhook: true, listDeliveryAttempts: true, claimDeliveries: true, recordAttempts: true,
   releaseDeliveries: true, sweepWebhooks: true, webhookBacklog: true, ping: true, close: true,

@@ -51,8 +51,13 @@ class ListCachingStore implements Store {
     return this.#inner.backend;
   }
 
-  async listPlants(query: ListQuery): Promise<PlantPage> {
+  cachedPage(query: ListQuery): PlantPage | undefined {
     // Refused by the store (its file lost, or closed): refused here too, cached or not.
+    this.#inner.assertReadable();
+    return this.#cache.get(this.#cache.key(query), false);
+  }
+
+  async listPlants(query: ListQuery): Promise<PlantPage> {
     this.#inner.assertReadable();
     const key = this.#cache.key(query);
     const cached = this.#cache.get(key);

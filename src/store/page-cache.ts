@@ -135,20 +135,25 @@ export class PageCache {
     return `${owner ?? ''}\u0000${limit}\u0000${after}${tag === undefined ? '' : `\u0000${tag}`}`;
   }
 
-  get(key: string): PlantPage | undefined {
+  /**
+   * The page kept for `key`, when it is still valid. `countMiss` false: a miss is not counted, because
+   * the caller looks again before reading (list-cache.ts's cachedPage, then listPlants), and that look
+   * counts it; a hit is counted by whichever look finds it.
+   */
+  get(key: string, countMiss = true): PlantPage | undefined {
     const entry = this.#pages.get(key);
     if (entry === undefined) {
-      this.#misses++;
+      if (countMiss) this.#misses++;
       return undefined;
     }
     // A write of its owner's (for an admin page: anyone's) is under way: it may already be committed and
     // visible to reads. Not served, but kept: the write's end decides whether it is still valid.
     if (this.#writingAll > 0 && (entry.owner === null || this.#writing.has(entry.owner.name))) {
-      this.#misses++;
+      if (countMiss) this.#misses++;
       return undefined;
     }
     if (this.#stale(entry.page, entry.readAt, entry.owner?.lastWrite ?? this.#lastWrite, entry.owner?.lastAppend ?? this.#lastAppend)) {
-      this.#misses++;
+      if (countMiss) this.#misses++;
       this.#remove(entry);
       return undefined;
     }

@@ -490,6 +490,11 @@ class PostgresStore implements TransferableStore {
     return outcomes;
   }
 
+  /** Other instances write too: no page is kept (identical lists in one turn are read once, below). */
+  cachedPage(): undefined {
+    return undefined;
+  }
+
   /** Joins the lists asked for in this turn of the event loop (see listBatchText). */
   listPlants(query: ListQuery): Promise<PlantPage> {
     return new Promise((resolve, reject) => {

@@ -330,6 +330,11 @@ class SqliteStore implements CacheableStore, TransferableStore {
     }
   }
 
+  /** The list cache is list-cache.ts's, around this store. */
+  cachedPage(): undefined {
+    return undefined;
+  }
+
   async listPlants(query: ListQuery): Promise<PlantPage> {
     this.assertReadable();
     try {

@@ -71,6 +71,13 @@ export interface Store {
   createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome>;
   /** Plants in creation order (oldest first). */
   listPlants(query: ListQuery): Promise<PlantPage>;
+  /**
+   * The page `listPlants(query)` would answer now, when this handle holds it in memory (the list cache,
+   * list-cache.ts): returned at once, without a promise. `undefined` when it holds no valid page for the
+   * query (and always for a store without a list cache); the caller then asks `listPlants`. Throws
+   * StoreUnavailableError, as `listPlants` rejects with it, when reads are refused now.
+   */
+  cachedPage(query: ListQuery): PlantPage | undefined;
   deletePlant(owner: string, id: bigint): Promise<boolean>;
 
   createToken(token: NewTokenRecord): Promise<TokenRecord>;

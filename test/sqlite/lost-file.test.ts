@@ -88,10 +88,13 @@ test('a cached page is not served once the store file is moved away: the list is
   const query = { owner: 'alice', limit: 10 };
   const page = await store.listPlants(query);
   assert.equal(await store.listPlants(query), page, 'the page is cached');
+  assert.equal(store.cachedPage(query), page, 'and is there for the list route to answer at once');
   renameSync(path, `${path}.moved`);
   const lost = await eventually(NOTICE_MS, () => store.ping().then(() => undefined, (e: unknown) => e), (e) => e !== undefined);
   assert.ok(lost instanceof StoreUnavailableError, 'ping fails once the file is gone');
   await assert.rejects(store.listPlants(query), StoreUnavailableError);
+  // The route's synchronous look refuses it too (the page is still in the cache).
+  assert.throws(() => store.cachedPage(query), StoreUnavailableError);
   renameSync(`${path}.moved`, path);
   await eventually(NOTICE_MS, () => store.ping().then(() => undefined, (e: unknown) => e), (e) => e === undefined);
   assert.deepEqual((await store.listPlants(query)).plants, [{ name: 'a' }]);

@@ -49,6 +49,22 @@ test('the scheme is case-insensitive', async (t) => {
   }
 });
 
+test('a token accepted before is known only as itself: its usual spelling at once, any other through the full checks', async (t) => {
+  const { app, token } = await testApp(t);
+  const secret = await token('alice');
+  // Remembered from here on (authenticate's shortcut for "Bearer " and a known token).
+  assert.equal((await list(app, secret)).statusCode, 200);
+  for (const header of [`Bearer ${secret}`, `bearer ${secret}`, `Bearer  ${secret}`, `Bearer ${secret}  `]) {
+    assert.equal((await call(app, ROUTES[0], header)).statusCode, 200, JSON.stringify(header));
+  }
+  // The known token followed by more is another credential (or none): never the known one.
+  for (const header of [`Bearer ${secret}x`, `Bearer ${secret}=`, `Bearer ${secret} x`, `Bearer ${secret},`, `Bearer ${secret}\u00e9`]) {
+    const res = await call(app, ROUTES[0], header);
+    assert.equal(res.statusCode, 401, JSON.stringify(header));
+    assert.equal(errorBody(res).error, 40101, JSON.stringify(header));
+  }
+});
+
 test('unknown or malformed tokens: 401 40101 with error="invalid_token"', async (t) => {
   const { app, token } = await testApp(t);
   const secret = await token('alice');

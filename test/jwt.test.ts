@@ -74,6 +74,22 @@ test('every refusal is 401 invalid_token with a challenge saying which check fai
   assert.equal(provider.jwksRequests, 1);
 });
 
+test('a remembered JWT is not taken for another token that ends as it does: a forged payload with its signature is 401', async (t) => {
+  const key = await signingKey('RS256', 'main');
+  const provider = await TestProvider.start(t, [key]);
+  const { app } = await jwtApp(t, provider);
+  const jwt = await sign(provider, { sub: 'alice', scope: 'plants:read' }, { key });
+  assert.equal((await list(app, jwt)).statusCode, 200);
+  const [header, payload, signature] = jwt.split('.') as [string, string, string];
+  const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown>;
+  const forged = `${header}.${Buffer.from(JSON.stringify({ ...claims, sub: 'mallory' })).toString('base64url')}.${signature}`;
+  const res = await list(app, forged);
+  assert.equal(res.statusCode, 401);
+  assert.equal(res.headers['www-authenticate'], challengeOf('JWT signature verification failed'));
+  // And the remembered one still works, as itself.
+  assert.equal((await list(app, jwt)).statusCode, 200);
+});
+
 test('key rotation at the provider works without a restart; an unknown kid fetches the key set once per cooldown', async (t) => {
   const old = await signingKey('ES256', 'old');
   const provider = await TestProvider.start(t, [old]);

@@ -74,8 +74,27 @@ export function authentication(
   if (!app.hasRequestDecorator('principal')) app.decorateRequest('principal', null as unknown as Principal);
   const only = list.length === 1 ? list[0] : undefined;
   const choose = (token: string): Verifier | undefined => only ?? list.find((v) => v.accepts(token));
+  const known = (token: string, now: number): Principal | undefined => {
+    for (const v of list) {
+      const principal = v.known?.(token, now);
+      if (principal !== undefined) return principal;
+    }
+    return undefined;
+  };
   return function authenticate(request, _reply, done) {
     const header = request.headers.authorization;
+    // The usual spelling, with a token accepted before: known without the bearer pattern, the verifiers'
+    // shape checks or a closure (for a JWT, 1.4 of the hook's 1.6 us beyond the header string itself;
+    // bench note in the README). Sound because a verifier knows only b64tokens (see Verifier.known), so
+    // "Bearer " + such a token is a header the pattern matches, capturing the same token. Any other
+    // header, or a token not known (new, expired, revoked), takes the full path below.
+    if (header !== undefined && header.startsWith('Bearer ')) {
+      const principal = known(header.slice(7), Date.now());
+      if (principal !== undefined) {
+        request.principal = principal;
+        return done();
+      }
+    }
     if (header === undefined || !BEARER_SCHEME.test(header)) {
       return done(new ApiError(ERRORS.missingToken, ERRORS.missingToken.message, challenge()));
     }

@@ -119,6 +119,13 @@ export class OpaqueTokenVerifier implements Verifier {
     return true;
   }
 
+  known(token: string, now: number): Principal | undefined {
+    const entry = this.#cache.fresh(token, now);
+    if (entry === undefined) return undefined;
+    const verdict = judge(entry.value ?? null, now, entry);
+    return verdict instanceof Refusal ? undefined : verdict;
+  }
+
   verify(token: string, now: number): Verdict | Promise<Verdict> {
     const known = this.#cache.fresh(token, now);
     if (known) return judge(known.value ?? null, now, known);

@@ -34,7 +34,18 @@ export interface Verifier {
    * verifier that accepts it decides; the opaque verifier, last, accepts anything.
    */
   accepts(token: string): boolean;
+  /**
+   * Called only with a string the bearer pattern captured (a b64token, RFC 6750 §2.1): `authenticate`
+   * is its one caller. So whatever a verifier remembers from it is such a string, which `known` relies on.
+   */
   verify(token: string, now: number): Verdict | Promise<Verdict>;
+  /**
+   * The principal of a token this verifier accepted before and still trusts, at once: one lookup in what
+   * it remembers, no pattern, no refusal (undefined for anything else, which then takes `accepts` and
+   * `verify`). What it finds can only be a string `verify` was given, hence a b64token. A verifier that
+   * remembers nothing leaves it out.
+   */
+  known?(token: string, now: number): Principal | undefined;
   /** Stops background work (a JWT verifier's key refresh) when the app closes. */
   close?(): void;
 }

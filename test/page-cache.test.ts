@@ -34,13 +34,13 @@ test('PageCache keeps a page with a next position through creates, not through d
     }
   };
   fill();
-  cache.appended('alice');
+  cache.appended('alice', undefined);
   assert.equal(cache.get(cache.key(q('alice'))), full, 'a create comes after the page: it stays exact');
   assert.equal(cache.get(cache.key(q('alice', 2))), undefined, 'the last page would gain the plant');
   assert.equal(cache.get(cache.key(q(null))), full, "the admin list's first page stays too");
   assert.equal(cache.get(cache.key(q(null, 2))), undefined);
   fill();
-  cache.appended('bob');
+  cache.appended('bob', undefined);
   assert.equal(cache.get(cache.key(q('alice', 2))), last, "bob's create leaves alice's last page");
   assert.equal(cache.get(cache.key(q(null, 2))), undefined, "but not the admin list's");
   fill();
@@ -49,11 +49,55 @@ test('PageCache keeps a page with a next position through creates, not through d
   assert.equal(cache.get(cache.key(q(null))), undefined);
   // Read before a create, kept after it: a page with a next position is still taken, a last page not.
   const before = cache.stamp();
-  cache.appended('carol');
+  cache.appended('carol', undefined);
   cache.set(q('carol'), cache.key(q('carol')), full, before);
   cache.set(q('carol', 2), cache.key(q('carol', 2)), last, before);
   assert.equal(cache.get(cache.key(q('carol'))), full);
   assert.equal(cache.get(cache.key(q('carol', 2))), undefined);
+});
+
+test('PageCache: a create makes stale only the last pages of the lists its plant joins: untagged, and its own tag', () => {
+  const cache = new PageCache(100);
+  const q = (owner: string | null, tag?: string) => ({ owner, limit: 2, after: 2, ...(tag === undefined ? {} : { tag }) });
+  const last: PlantPage = { plants: [{ name: 'c', tag: 'x' }], next: null };
+  const fill = () => {
+    for (const query of [q('alice'), q('alice', 'herb'), q('alice', 'indoor'), q(null, 'herb')]) cache.set(query, cache.key(query), last);
+  };
+  fill();
+  cache.appended('alice', 'herb');
+  assert.equal(cache.get(cache.key(q('alice'))), undefined, 'her untagged list gains the plant');
+  assert.equal(cache.get(cache.key(q('alice', 'herb'))), undefined, 'so does her herb list');
+  assert.equal(cache.get(cache.key(q('alice', 'indoor'))), last, 'her indoor list does not');
+  assert.equal(cache.get(cache.key(q(null, 'herb'))), undefined, "an admin page, whatever its tag, is stale after anyone's create");
+  fill();
+  cache.appended('alice', undefined);
+  assert.equal(cache.get(cache.key(q('alice'))), undefined);
+  assert.equal(cache.get(cache.key(q('alice', 'herb'))), last, 'an untagged plant joins no tag filter');
+  assert.equal(cache.get(cache.key(q('alice', 'indoor'))), last);
+  // A tag's first page kept after her creates: her last create of any tag stands in for that tag's.
+  const before = cache.stamp();
+  cache.appended('alice', 'indoor');
+  cache.set(q('alice', 'outdoor'), cache.key(q('alice', 'outdoor')), last, before);
+  assert.equal(cache.get(cache.key(q('alice', 'outdoor'))), undefined, 'read before a create of hers whose tag is not known apart: not kept');
+  // ... and for the tag's other pages once one of them is kept: the first says nothing of what came before it.
+  const olderRead = cache.stamp();
+  cache.appended('dave', 'herb');
+  const herb = (after: number) => ({ owner: 'dave', limit: 2, after, tag: 'herb' });
+  cache.set(herb(2), cache.key(herb(2)), last);
+  assert.equal(cache.get(cache.key(herb(2))), last, 'read after his create: kept');
+  cache.set(herb(4), cache.key(herb(4)), last, olderRead);
+  assert.equal(cache.get(cache.key(herb(4))), undefined, 'read before it: not kept');
+  // The records per tag go with their pages, and so do their bytes.
+  const small = new PageCache(20);
+  small.set(q('bob', 'herb'), small.key(q('bob', 'herb')), last);
+  small.set(q('bob', 'indoor'), small.key(q('bob', 'indoor')), last);
+  assert.equal(small.usage.entries, 2);
+  small.set(q('carol'), small.key(q('carol')), page(20)); // 22 plants > 20: both of bob's pages go
+  assert.equal(small.usage.entries, 1);
+  assert.equal(small.usage.owners, 1);
+  const carolsOnly = new PageCache(20);
+  carolsOnly.set(q('carol'), carolsOnly.key(q('carol')), page(20));
+  assert.equal(small.usage.bytes, carolsOnly.usage.bytes, 'bob, his tags and his pages are no longer counted');
 });
 
 test('PageCache serves no page of an owner while a write of theirs is under way (no admin page while anyone writes); the write\'s end decides what stays', () => {
@@ -71,10 +115,10 @@ test('PageCache serves no page of an owner while a write of theirs is under way 
   for (const key of [q('alice'), q('alice', 2), q(null), q(null, 2)].map((x) => cache.key(x))) assert.equal(cache.get(key), undefined);
   assert.equal(cache.get(cache.key(q('bob'))), full, "bob's pages are served during alice's writes");
   assert.equal(cache.get(cache.key(q('bob', 2))), last);
-  cache.appended('alice');
+  cache.appended('alice', undefined);
   cache.end('alice');
   assert.equal(cache.get(cache.key(q('alice'))), undefined, 'one of her writes is still under way');
-  cache.appended('alice');
+  cache.appended('alice', undefined);
   cache.end('alice');
   assert.equal(cache.get(cache.key(q('alice'))), full, 'kept through the writes: a create leaves a page with a next position exact');
   assert.equal(cache.get(cache.key(q(null))), full);
@@ -205,7 +249,7 @@ test('after creates and a delete, every cached page of a walk answers what an un
     return found;
   };
   const check = async (when: string) => {
-    for (const first of ['?limit=2', '?limit=2&tag=x', '?limit=3']) {
+    for (const first of ['?limit=2', '?limit=2&tag=x', '?limit=2&tag=y', '?limit=3']) {
       // Twice through the cached server: the first walk may fill the cache, the second is served from it.
       for (let round = 0; round < 2; round++) {
         assert.deepEqual(await bodies(cached.app, first), await bodies(uncached.app, first), `${when}, ${first}, round ${round}`);
@@ -216,15 +260,17 @@ test('after creates and a delete, every cached page of a walk answers what an un
   const add = async (n: number) => {
     for (let i = 0; i < n; i++) {
       id++;
-      assert.equal((await create(cached.app, alice, id % 2 === 0 ? { id, name: `p${id}`, tag: 'x' } : { id, name: `p${id}` })).statusCode, 200);
+      // Tagged x, y or not at all in turn: a create changes the last pages of two of the three lists.
+      const tag = ['x', 'y', undefined][id % 3];
+      assert.equal((await create(cached.app, alice, tag === undefined ? { id, name: `p${id}` } : { id, name: `p${id}`, tag })).statusCode, 200);
     }
   };
   await add(6); // pages of 2 end full: the last page has no next link
   await check('six plants');
-  await add(1);
-  await check('one more');
-  await add(3);
-  await check('three more');
+  for (const more of [1, 1, 1, 3]) {
+    await add(more);
+    await check(`${id} plants`);
+  }
   const gone = await cached.app.inject({ method: 'DELETE', url: '/plants/2', headers: { authorization: `Bearer ${alice}` } });
   assert.equal(gone.statusCode, 204);
   await check('after a delete');

@@ -73,7 +73,7 @@ class ListCachingStore implements Store {
   createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome> {
     this.#cache.begin(owner);
     return this.#inner.createPlant(owner, plant).finally(() => {
-      this.#cache.appended(owner);
+      this.#cache.appended(owner, plant.tag);
       this.#cache.end(owner);
     });
   }

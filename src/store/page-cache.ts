@@ -2,11 +2,23 @@ import type { ListQuery, PlantPage } from './store.js';
 
 /**
  * An owner with pages in the cache: when it last changed its plants (a delete), when it last added one
- * (a create), and how many of its pages are cached.
+ * (a create), how many of its pages are cached, and per tag its pages filtered by: their tag's own.
  */
 interface Owner {
   readonly name: string;
   lastWrite: number;
+  lastAppend: number;
+  pages: number;
+  readonly tags: Map<string, OwnerTag>;
+}
+
+/**
+ * An owner's cached pages filtered by one tag: when the owner last created a plant with that tag (or,
+ * from before this record was made, any plant: see `set`). Only such a create can change those pages;
+ * a create with another tag or none leaves them exact.
+ */
+interface OwnerTag {
+  readonly tag: string;
   lastAppend: number;
   pages: number;
 }
@@ -15,6 +27,8 @@ interface Entry {
   readonly key: string;
   /** Null for an admin page, which every write makes stale. */
   readonly owner: Owner | null;
+  /** For an owner's page filtered by a tag: that tag's record. */
+  readonly ownerTag: OwnerTag | null;
   /** When the page was read; it stays valid while no write to its plants happened after. */
   readonly readAt: number;
   readonly page: PlantPage;
@@ -42,8 +56,10 @@ const ENTRY_BYTES = 320;
 const NEXT_BYTES = 160;
 /** Per plant: the object, its array slot, two string headers, its share of the JSON text's syntax. */
 const PLANT_BYTES = 96;
-/** Per owner with cached pages: its Owner record and Map slot. */
-const OWNER_BYTES = 128;
+/** Per owner with cached pages: its Owner record, its tags' Map and its Map slot. */
+const OWNER_BYTES = 192;
+/** Per tag an owner has cached pages filtered by: the record and its Map slot (its text counted apart). */
+const OWNER_TAG_BYTES = 96;
 /**
  * The byte budget per plant of LIST_CACHE_PLANTS (25.6 MB at the default 100000). A plant whose name
  * and tag hold 40 characters together is estimated at 96 + 4 × 40 = 256 bytes (measured: 160 with its
@@ -152,7 +168,8 @@ export class PageCache {
       if (countMiss) this.#misses++;
       return undefined;
     }
-    if (this.#stale(entry.page, entry.readAt, entry.owner?.lastWrite ?? this.#lastWrite, entry.owner?.lastAppend ?? this.#lastAppend)) {
+    const lastAppend = entry.ownerTag?.lastAppend ?? entry.owner?.lastAppend ?? this.#lastAppend;
+    if (this.#stale(entry.page, entry.readAt, entry.owner?.lastWrite ?? this.#lastWrite, lastAppend)) {
       if (countMiss) this.#misses++;
       this.#remove(entry);
       return undefined;
@@ -173,8 +190,9 @@ export class PageCache {
     // Written since the read: not kept. An owner without cached pages has no write times kept, so the
     // last write by anyone stands in for it.
     const known = query.owner === null ? undefined : this.#owners.get(query.owner);
+    const knownTag = query.tag === undefined ? undefined : known?.tags.get(query.tag);
     const lastWrite = known?.lastWrite ?? this.#lastWrite;
-    const lastAppend = known?.lastAppend ?? this.#lastAppend;
+    const lastAppend = knownTag?.lastAppend ?? known?.lastAppend ?? this.#lastAppend;
     if (this.#stale(page, readAt, lastWrite, lastAppend)) return;
     const slots = slotsOf(page);
     const bytes = estimate(key, page);
@@ -182,17 +200,29 @@ export class PageCache {
     const old = this.#pages.get(key);
     if (old) this.#remove(old);
     let owner: Owner | null = null;
+    let ownerTag: OwnerTag | null = null;
     if (query.owner !== null) {
       owner = this.#owners.get(query.owner) ?? null;
       if (owner === null) {
         // Its writes before now were not recorded for it: anyone's last write and append stand in.
-        owner = { name: query.owner, lastWrite: this.#lastWrite, lastAppend: this.#lastAppend, pages: 0 };
+        owner = { name: query.owner, lastWrite: this.#lastWrite, lastAppend: this.#lastAppend, pages: 0, tags: new Map() };
         this.#owners.set(query.owner, owner);
         this.#bytes += OWNER_BYTES;
       }
       owner.pages++;
+      if (query.tag !== undefined) {
+        ownerTag = owner.tags.get(query.tag) ?? null;
+        if (ownerTag === null) {
+          // Its creates of this tag before now were not recorded apart: the owner's last create of any
+          // plant stands in.
+          ownerTag = { tag: query.tag, lastAppend: owner.lastAppend, pages: 0 };
+          owner.tags.set(query.tag, ownerTag);
+          this.#bytes += OWNER_TAG_BYTES + 2 * query.tag.length;
+        }
+        ownerTag.pages++;
+      }
     }
-    const entry: Entry = { key, owner, readAt, page, slots, bytes, older: null, newer: null };
+    const entry: Entry = { key, owner, ownerTag, readAt, page, slots, bytes, older: null, newer: null };
     this.#pages.set(key, entry);
     this.#link(entry);
     this.#slots += slots;
@@ -227,16 +257,21 @@ export class PageCache {
   }
 
   /**
-   * A plant of `owner`'s was created (or may have been). A new plant comes after every plant there is
-   * (its position, seq, only grows and is never reused), so it can only change a page that reaches the
-   * end of its list: one without a next position, which would now gain the plant or a next link. A page
-   * with a next position holds the plants between two positions that were both there before, and stays
-   * exact: the first pages of a long list survive the creates that keep it growing.
+   * A plant of `owner`'s, tagged `tag` (undefined: none), was created (or may have been). A new plant
+   * comes after every plant there is (its position, seq, only grows and is never reused), so it can only
+   * change a page that reaches the end of its list: one without a next position, which would now gain
+   * the plant or a next link. A page with a next position holds the plants between two positions that
+   * were both there before, and stays exact: the first pages of a long list survive the creates that keep
+   * it growing. And only a list the plant belongs to: the owner's pages without a tag filter, and those
+   * filtered by its tag; a page filtered by another tag stays exact too.
    */
-  appended(owner: string): void {
+  appended(owner: string, tag: string | undefined): void {
     this.#lastAppend = ++this.#clock;
     const cached = this.#owners.get(owner);
-    if (cached) cached.lastAppend = this.#lastAppend;
+    if (cached === undefined) return;
+    cached.lastAppend = this.#lastAppend;
+    const cachedTag = tag === undefined ? undefined : cached.tags.get(tag);
+    if (cachedTag !== undefined) cachedTag.lastAppend = this.#lastAppend;
   }
 
   /** Whether a page read at `readAt` may have changed since, given its owner's (or anyone's) last write and append. */
@@ -258,7 +293,11 @@ export class PageCache {
     this.#unlink(entry);
     this.#slots -= entry.slots;
     this.#bytes -= entry.bytes;
-    const owner = entry.owner;
+    const { owner, ownerTag } = entry;
+    if (owner !== null && ownerTag !== null && --ownerTag.pages === 0) {
+      owner.tags.delete(ownerTag.tag);
+      this.#bytes -= OWNER_TAG_BYTES + 2 * ownerTag.tag.length;
+    }
     if (owner !== null && --owner.pages === 0) {
       this.#owners.delete(owner.name);
       this.#bytes -= OWNER_BYTES;

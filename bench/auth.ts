@@ -1,8 +1,8 @@
 // Cost of the authenticate hook (src/http/auth/authenticate.ts) for a token it has accepted before: an
-// opaque token and an RS256 JWT (about 580 characters) on an app configured for both, as the bench's JWT
-// rows run. Each call gets a new header string, as Node's HTTP parser makes one per request; the cost of
-// making it is printed apart and not counted. With --baseline DIR, the hook of another checkout's build
-// (DIR/dist) is measured in the same rounds. Prints medians of the rounds.
+// opaque token and an RS256 JWT (490 characters; the run prints its length) on an app configured for
+// both, as the bench's JWT rows run. Each call gets a new header string, as Node's HTTP parser makes one
+// per request; the cost of making it is printed apart and not counted. With --baseline DIR, the hook of
+// another checkout's build (DIR/dist) is measured in the same rounds. Prints medians of the rounds.
 //   node --import tsx bench/auth.ts [--baseline DIR]
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -6,7 +6,7 @@ import {
 import type { Config } from '../../config.js';
 import { isScope, NO_TOKEN_ID, userNameProblem, type Principal, type Scope } from '../../domain/principal.js';
 import { ApiError, ERRORS } from '../errors.js';
-import { ProviderKeys } from './jwks.js';
+import { ProviderKeys, type KeySet } from './jwks.js';
 import { Refusal, type Verdict, type Verifier } from './verifier.js';
 
 /** The settings of JWT verification (the JWT_* rows of the configuration table). */
@@ -58,6 +58,7 @@ const DESCRIPTIONS = {
   alg: 'JWT signature algorithm (alg) is not allowed',
   signature: 'JWT signature verification failed',
   unknownKey: 'no key of the identity provider matches the JWT (kid)',
+  unusableKey: 'the identity provider\'s key for this JWT (kid) cannot be used',
   ambiguousKey: 'JWT names no key (kid) and several keys of the identity provider could have signed it',
   iss: 'JWT issuer (iss) is not the one configured',
   aud: 'JWT audience (aud) does not include this API',
@@ -89,6 +90,20 @@ function refusalOf(error: unknown): Refusal {
   throw error;
 }
 
+/** The 503's message when the provider's key set holds no key this server can use. */
+const NO_USABLE_KEY = 'The identity provider publishes no key this server can use to verify this JWT; retry (see Retry-After)';
+
+/** The key `header` names in `keys`, or undefined when none matches; UnusableKey for a key left out. */
+async function lookUp(keys: KeySet, header: JWSHeaderParameters, input: FlattenedJWSInput): Promise<CryptoKey | undefined> {
+  try {
+    return await keys.lookup(header, input);
+  } catch (error) {
+    if (!(error instanceof errors.JWKSNoMatchingKey)) throw error;
+    if (typeof header.kid === 'string' && keys.unusable.has(header.kid)) throw new UnusableKey();
+    return undefined;
+  }
+}
+
 /** plantstore's scopes among a JWT's `scope` (space-separated) and `scp` (array, or space-separated). */
 function grantsOf(payload: JWTPayload): { scopes: Scope[]; admin: boolean } {
   const words: string[] = [];
@@ -103,6 +118,13 @@ function grantsOf(payload: JWTPayload): { scopes: Scope[]; admin: boolean } {
 
 /** Refuses unknown keys with the provider unreachable: 503, which the client retries, never 401. */
 class ProviderUnavailable extends Error {}
+/**
+ * The provider publishes no key this server can use (none imports, or none is of JWT_ALGORITHMS): no JWT
+ * can be verified, whatever it is, so it is not the token's fault. 503 as for an unreachable provider.
+ */
+class NoUsableKey extends Error {}
+/** The token names a key the provider publishes but this server cannot use (key-screen.ts): a refusal. */
+class UnusableKey extends Error {}
 
 /**
  * JWT access tokens from the team's identity provider (issue 11): signature by the provider's published
@@ -129,7 +151,9 @@ export class JwtVerifier implements Verifier {
       // An access token without an expiry would be valid forever (RFC 9068 §2.2 requires exp).
       requiredClaims: ['exp'],
     };
-    this.#keys = new ProviderKeys({ issuer: settings.jwtIssuer, jwksUrl: settings.jwtJwksUrl, log, cooldownMs });
+    this.#keys = new ProviderKeys({
+      issuer: settings.jwtIssuer, jwksUrl: settings.jwtJwksUrl, algorithms: settings.jwtAlgorithms, log, cooldownMs,
+    });
   }
 
   /** The JWT shape; an opaque token is told apart by its prefix before any pattern runs. */
@@ -175,11 +199,13 @@ export class JwtVerifier implements Verifier {
     try {
       ({ payload } = await jwtVerify(token, (header, input) => this.#key(header, input, now), { ...this.#options, currentDate: new Date(now) }));
     } catch (error) {
-      if (error instanceof ProviderUnavailable) {
-        throw new ApiError(ERRORS.identityProviderUnavailable, ERRORS.identityProviderUnavailable.message, {
+      if (error instanceof ProviderUnavailable || error instanceof NoUsableKey) {
+        const message = error instanceof NoUsableKey ? NO_USABLE_KEY : ERRORS.identityProviderUnavailable.message;
+        throw new ApiError(ERRORS.identityProviderUnavailable, message, {
           'retry-after': String(this.#keys.retryAfterSeconds(Date.now())),
         });
       }
+      if (error instanceof UnusableKey) return refusal('unusableKey');
       return refusalOf(error);
     }
     const user = payload[this.#settings.jwtUserClaim];
@@ -192,20 +218,25 @@ export class JwtVerifier implements Verifier {
     return principal;
   }
 
-  /** The key from the cached set; for an unknown kid, the set fetched again (cooldown permitting). */
+  /**
+   * The key from the cached set; for an unknown kid, or while the set holds no usable key, the set
+   * fetched again (cooldown permitting).
+   */
   async #key(header: JWSHeaderParameters, input: FlattenedJWSInput, now: number): Promise<CryptoKey> {
     const cached = this.#keys.keys;
-    if (cached !== undefined) {
-      try {
-        return await cached(header, input);
-      } catch (error) {
-        if (!(error instanceof errors.JWKSNoMatchingKey)) throw error;
-      }
+    if (cached !== undefined && cached.usable > 0) {
+      const key = await lookUp(cached, header, input);
+      if (key !== undefined) return key;
     }
     const reachable = await this.#keys.refetchForUnknownKey(now);
     const fresh = this.#keys.keys;
-    if (fresh !== undefined && fresh !== cached) return fresh(header, input);
+    if (fresh !== undefined && fresh !== cached && fresh.usable > 0) {
+      const key = await lookUp(fresh, header, input);
+      if (key !== undefined) return key;
+      throw new errors.JWKSNoMatchingKey();
+    }
     if (!reachable) throw new ProviderUnavailable();
+    if (fresh !== undefined && fresh.usable === 0) throw new NoUsableKey();
     throw new errors.JWKSNoMatchingKey();
   }
 

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { test, type TestContext } from 'node:test';
 import { errorBody, list, testApp, type TestAppOptions } from './helpers.js';
@@ -104,4 +107,24 @@ test('a key set with no key this server can use: a JWT is 503 50302 with Retry-A
   await logged((l) => l.msg.startsWith('identity provider publishes no key this server can use'));
   assert.equal(lines.filter((l) => l.msg.startsWith('identity provider publishes no key')).length, 1);
   assert.deepEqual(lines.filter((l) => l.level >= 50), []);
+});
+
+test('a key set whose body stops arriving is reported with its URL', async (t) => {
+  // A key set that sends its headers and then nothing more, until the fetch gives up (5 s).
+  const server = createServer((_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.write('{"keys": [');
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`;
+  const provider = { jwksUrl: url } as TestProvider;
+  const { logged } = await loggedApp(t, provider);
+  const warning = await logged((l) => l.msg.startsWith('identity provider cannot be reached'));
+  assert.equal(warning.level, 40);
+  assert.match(String(warning.err), new RegExp(`^${url.replace(/[.?]/g, '\\$&')}: `), String(warning.err));
 });

@@ -79,10 +79,16 @@ async function fetchJson(url: string, stop: AbortSignal): Promise<{ json: unknow
   }
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for await (const chunk of response.body ?? []) {
-    size += (chunk as Uint8Array).byteLength;
-    if (size > MAX_DOCUMENT_BYTES) throw new FetchFailure(`${url}: larger than ${MAX_DOCUMENT_BYTES} bytes`);
-    chunks.push(chunk as Uint8Array);
+  try {
+    for await (const chunk of response.body ?? []) {
+      size += (chunk as Uint8Array).byteLength;
+      if (size > MAX_DOCUMENT_BYTES) throw new FetchFailure(`${url}: larger than ${MAX_DOCUMENT_BYTES} bytes`);
+      chunks.push(chunk as Uint8Array);
+    }
+  } catch (error) {
+    if (error instanceof FetchFailure) throw error;
+    // The timeout (or the connection) ended while the body was arriving: say which document.
+    throw new FetchFailure(`${url}: the body did not arrive (${(error as Error).message})`);
   }
   try {
     return { json: JSON.parse(Buffer.concat(chunks).toString('utf8')), cacheControl: response.headers.get('cache-control') };

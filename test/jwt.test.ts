@@ -48,6 +48,9 @@ test('every refusal is 401 invalid_token with a challenge saying which check fai
     ['JWT has expired (exp)', await sign(provider, alice, { key, expiresIn: -120 })], // beyond the 60 s skew
     ['JWT is not valid yet (nbf)', await sign(provider, alice, { key, notBefore: 300 })],
     ['JWT has no expiry (exp)', await sign(provider, alice, { key, expiresIn: null })],
+    // A claim of the wrong type says so: an nbf of "soon" is not "not valid yet", an exp of "tomorrow" not "no expiry".
+    ['JWT claim nbf has the wrong type (a number of seconds is expected)', await sign(provider, { ...alice, nbf: 'soon' }, { key })],
+    ['JWT claim exp has the wrong type (a number of seconds is expected)', await sign(provider, { ...alice, exp: 'tomorrow' }, { key, expiresIn: null })],
     ['JWT signature algorithm (alg) is not allowed', hs256],
     ['JWT signature algorithm (alg) is not allowed', none],
     ['JWT signature algorithm (alg) is not allowed', await sign(provider, alice, { key: es384 })], // not in JWT_ALGORITHMS

@@ -66,6 +66,7 @@ const DESCRIPTIONS = {
   nbf: 'JWT is not valid yet (nbf)',
   noExp: 'JWT has no expiry (exp)',
   claim: 'JWT claim is invalid',
+  claimType: 'JWT claim has the wrong type',
   user: 'JWT user claim is missing or not a valid user name',
 } as const;
 
@@ -76,11 +77,18 @@ const refusal = (reason: keyof typeof DESCRIPTIONS, description: string = DESCRI
 function refusalOf(error: unknown): Refusal {
   if (error instanceof errors.JWTExpired) return refusal('expired');
   if (error instanceof errors.JWTClaimValidationFailed) {
+    const claim = error.claim.replace(/[^\x21-\x7e]|["\\]/g, '?').slice(0, 40);
+    // jose's "invalid": the claim is there with a value of the wrong type (an nbf of "soon"), which is
+    // neither "not valid yet" nor "no expiry".
+    if (error.reason === 'invalid') {
+      const expected = ['exp', 'nbf', 'iat'].includes(error.claim) ? ' (a number of seconds is expected)' : '';
+      return refusal('claimType', `JWT claim ${claim} has the wrong type${expected}`);
+    }
     if (error.claim === 'iss') return refusal('iss');
     if (error.claim === 'aud') return refusal('aud');
     if (error.claim === 'nbf') return refusal('nbf');
     if (error.claim === 'exp') return refusal('noExp');
-    return refusal('claim', `JWT claim ${error.claim.replace(/[^\x21-\x7e]|["\\]/g, '?').slice(0, 40)} is invalid`);
+    return refusal('claim', `JWT claim ${claim} is invalid`);
   }
   if (error instanceof errors.JOSEAlgNotAllowed) return refusal('alg');
   if (error instanceof errors.JWSSignatureVerificationFailed) return refusal('signature');

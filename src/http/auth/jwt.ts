@@ -217,7 +217,10 @@ export class JwtVerifier implements Verifier {
       return refusalOf(error);
     }
     const user = payload[this.#settings.jwtUserClaim];
-    if (typeof user !== 'string' || userNameProblem(user) !== null) return refusal('user');
+    if (typeof user !== 'string') return refusal('user');
+    // The rule's reason is ASCII without quotes (it names a code point as U+XXXX): fit for the challenge.
+    const problem = userNameProblem(user);
+    if (problem !== null) return refusal('user', `JWT user claim is not a valid user name: it ${problem}`);
     const grants = grantsOf(payload);
     const scopes = grants.scopes.length === 0 && !grants.admin ? [...this.#settings.jwtDefaultScopes] : grants.scopes;
     const principal: Principal = { tokenId: NO_TOKEN_ID, user, scopes, admin: grants.admin };

@@ -84,11 +84,11 @@ test('a published key that cannot be imported (an EC point off its curve, a 1024
   assert.equal(lines.filter((l) => l.msg === 'request failed').length, 0);
 });
 
-test('a key set with no key this server can use: a JWT is 503 50302 with Retry-After, not counted as a failed authentication; one warning', async (t) => {
+test('a key set with no key this server can use: a JWT is 503 50302 with Retry-After, not counted as a failed authentication; one warning however often the set is fetched, one line when a usable key appears', async (t) => {
   const badEc = await badEcKey('bad-ec');
   const weak = weakRsaKey('weak-rsa');
   const provider = await TestProvider.start(t, [badEc, weak]);
-  const { app, lines, logged } = await loggedApp(t, provider, { authFailureLimit: hour(1) });
+  const { app, lines, logged } = await loggedApp(t, provider, { authFailureLimit: hour(1), jwtCooldownMs: 100 });
   const claims = { sub: 'alice', scope: 'plants:read' };
   const stranger = await signingKey('ES256', 'stranger');
   for (const jwt of [
@@ -104,9 +104,23 @@ test('a key set with no key this server can use: a JWT is 503 50302 with Retry-A
     assert.match(String(res.headers['retry-after']), /^[1-9]\d*$/);
     assert.equal(res.headers['www-authenticate'], undefined, 'not an authentication failure');
   }
+  // While no key is usable, JWTs make the set be fetched again (once per cooldown): the same set brings
+  // no new warning.
+  const jwt = await sign(provider, claims, { key: stranger });
+  while (provider.jwksRequests < 3) assert.equal((await list(app, jwt)).statusCode, 503);
   await logged((l) => l.msg.startsWith('identity provider publishes no key this server can use'));
   assert.equal(lines.filter((l) => l.msg.startsWith('identity provider publishes no key')).length, 1);
+  for (const kid of ['bad-ec', 'weak-rsa']) assert.equal(lines.filter((l) => l.kid === kid).length, 1, kid);
   assert.deepEqual(lines.filter((l) => l.level >= 50), []);
+
+  // The provider publishes a usable key: the next fetch finds it, and says so once.
+  const good = await signingKey('ES256', 'good');
+  provider.published = [badEc, weak, good];
+  const valid = await sign(provider, claims, { key: good });
+  let res = await list(app, valid);
+  while (res.statusCode === 503) res = await list(app, valid);
+  assert.equal(res.statusCode, 200, res.body);
+  await logged((l) => l.msg === 'identity provider publishes a usable key again');
 });
 
 test('a key set whose body stops arriving is reported with its URL', async (t) => {

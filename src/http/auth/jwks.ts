@@ -46,8 +46,8 @@ export interface KeySet {
   readonly lookup: KeyLookup;
   /** How many of its keys verify with an allowed algorithm: 0 means no JWT can be verified. */
   readonly usable: number;
-  /** The kids of the keys left out because they cannot be used. */
-  readonly unusable: ReadonlySet<string>;
+  /** The kids of the keys left out because they cannot be used (null: keys without one). */
+  readonly unusable: ReadonlySet<string | null>;
 }
 
 class FetchFailure extends Error {}
@@ -180,11 +180,10 @@ export class ProviderKeys {
     const url = this.#jwksUrl;
     const { json, cacheControl } = await fetchJson(url, this.#stop.signal);
     const screened = await screenKeys(publicSignatureKeys(json, url).keys, this.#algorithms);
-    const unusable = new Set<string>();
+    const unusable = new Set(screened.unusable.keys());
     for (const [kid, reason] of screened.unusable) {
-      if (kid !== null) unusable.add(kid);
       // Once per key: the next fetches of the same set say nothing more.
-      if (kid === null || !this.#keys?.unusable.has(kid)) {
+      if (!this.#keys?.unusable.has(kid)) {
         this.#log.warn({ jwks: url, kid, reason }, 'identity provider key skipped: it cannot be used, and JWTs naming it are refused (401)');
       }
     }

@@ -3,7 +3,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import {
   allowedValues, ConfigError, loadConfig, loadDatabaseConfig, loadLogConfig, OPTIONS, type Config, type DatabaseConfig, type OptionInfo,
 } from './config.js';
-import { isScope, SCOPES, userNameProblem, type Scope } from './domain/principal.js';
+import { isScope, SCOPES, userNameProblem, visibleText, type Scope } from './domain/principal.js';
 import type { DeliveryAttempt } from './domain/webhook.js';
 import { deliveryView } from './webhooks/views.js';
 import { descriptionProblem, endpointUrlProblem, registerWebhook, WebhookRequestError } from './webhooks/register.js';
@@ -348,15 +348,13 @@ async function tokenList(args: string[]): Promise<void> {
     }));
     return void console.log(JSON.stringify(out, null, 2));
   }
-  const rows = [
+  printTable([
     ['ID', 'USER', 'SCOPES', 'ADMIN', 'NAME', 'CREATED', 'EXPIRES', 'STATUS'],
     ...tokens.map((t) => [
-      String(t.id), t.user, t.scopes.join(','), t.admin ? 'yes' : 'no', t.name ?? '-',
+      String(t.id), cell(t.user), t.scopes.join(','), t.admin ? 'yes' : 'no', t.name === null ? '-' : cell(t.name),
       t.createdAt.toISOString(), t.expiresAt?.toISOString() ?? 'never', status(t),
     ]),
-  ];
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => [...(r[i] ?? '')].length))) ?? [];
-  for (const r of rows) console.log(r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd());
+  ]);
 }
 
 async function tokenRevoke(args: string[]): Promise<void> {
@@ -370,12 +368,11 @@ async function tokenRevoke(args: string[]): Promise<void> {
 }
 
 /**
- * A table cell: control characters (a description may hold a line break) are shown escaped, as JSON
- * would, so that one endpoint stays one line.
+ * A table cell: control characters (a description may hold a line break), invisible format characters
+ * and bidirectional controls are shown escaped (\uXXXX), so that one row stays one line and a name
+ * stored before user names refused them shows what it holds rather than its characters reordered.
  */
-function cell(text: string): string {
-  return /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(text) ? JSON.stringify(text).slice(1, -1) : text;
-}
+const cell = visibleText;
 
 /** Rows of cells as aligned columns, the first row the header, as `token list` prints them. */
 function printTable(rows: string[][]): void {

@@ -4,7 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import { describeStore } from '../src/cli.js';
 import { OPTIONS, parseDatabaseUrl, type OptionInfo } from '../src/config.js';
-import { testDatabase } from './helpers.js';
+import { testDatabase, testStore } from './helpers.js';
+import { generateToken, hashToken } from '../src/tokens.js';
 import { runCli, startServer } from './process.js';
 
 const TOKEN = /^pst_[A-Za-z0-9_-]{43}$/;
@@ -56,6 +57,8 @@ test('CLI mistakes are clear messages with a non-zero exit', async (t) => {
     [['token', 'create', '--user', 'a', '--scope', 'plants:admin'], 2, /unknown scope "plants:admin"/],
     [['token', 'create', '--user', 'a', '--expires-in', '10 years'], 2, /--expires-in must look like/],
     [['token', 'create', '--user', ' padded'], 2, /user name must not/],
+    [['token', 'create', '--user', 'x\u202Ey'], 2, /user name must not contain control characters, invisible format characters .*\(found U\+202E\)/],
+    [['token', 'create', '--user', 'alice', '--name', 'lap\u200Btop'], 2, /token name must not contain .*\(found U\+200B\)/],
     [['token', 'create', '--user', 'a', '--bogus'], 2, /Unknown option '--bogus'/],
     [['token', 'revoke'], 2, /needs one token ID/],
     [['token', 'revoke', 'abc'], 2, /needs one token ID/],
@@ -167,4 +170,14 @@ test('token create --admin without plants:read warns that being admin gives the 
     assert.equal(res.code, 0, res.stderr);
     assert.doesNotMatch(res.stderr, /warning/, args.join(' '));
   }
+});
+
+test('token list shows a user name stored before the rule refused its characters escaped, never reordered by a bidirectional override', async (t) => {
+  const { url, store } = await testStore(t);
+  // As a store written by an earlier release may hold it: straight into the store, past issueToken's check.
+  await store.createToken({ hash: hashToken(generateToken()), user: 'x\u202Ey', scopes: ['plants:read'], admin: false, name: 'lap\u200Btop', expiresAt: null });
+  const listed = await runCli(['token', 'list'], { DATABASE_URL: url });
+  assert.equal(listed.code, 0, listed.stderr);
+  assert.ok(!listed.stdout.includes('\u202E') && !listed.stdout.includes('\u200B'), 'no invisible character reaches the terminal');
+  assert.match(listed.stdout, /^1\s+x\\u202ey\s+plants:read\s+no\s+lap\\u200btop\s/m);
 });

@@ -20,9 +20,14 @@ async function createNamed(app: TestApp['app'], token: string, names: string[], 
   }
 }
 
+/**
+ * 400 40003, in one plain sentence whether the cursor failed its form (the query schema's pattern) or its
+ * seal: never a regular expression.
+ */
 function assertRefused(res: Awaited<ReturnType<typeof list>>, label: string) {
   assert.equal(res.statusCode, 400, label);
   assert.equal(errorBody(res).error, 40003, label);
+  assert.equal(errorBody(res).message, 'A query parameter (limit, tag, cursor) is invalid: cursor is not one this server issued for this listing', label);
 }
 
 test('a cursor tells nothing about the store: the same form at any position, no number inside, the same text for the same position of the same listing on every instance', async (t) => {
@@ -70,7 +75,7 @@ test('a cursor tells nothing about the store: the same form at any position, no 
   assert.deepEqual((await list(app, bob, `?limit=5&cursor=${bobFirst}`)).json(), [{ name: 'b2' }, { name: 'b3' }]);
 });
 
-test('a cursor changed in any bit, cut short, lengthened, or taken to another listing is 400 40003', async (t) => {
+test('a cursor changed in any bit, cut short, lengthened, or taken to another listing is 400 40003, saying in words that this server did not issue it', async (t) => {
   const { app, token } = await testApp(t);
   const alice = await token('alice');
   const bob = await token('bob');

@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { generateKeyPairSync, sign as signBytes, type KeyObject } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TestContext } from 'node:test';
@@ -10,6 +11,11 @@ export interface SigningKey {
   readonly kid: string;
   readonly alg: SigningAlg;
   readonly privateKey: CryptoKey;
+  readonly jwk: JWK;
+}
+
+/** What a key set publishes: a key of ours (SigningKey) or one the server cannot use (below). */
+export interface PublishedKey {
   readonly jwk: JWK;
 }
 
@@ -27,7 +33,7 @@ export async function signingKey(alg: SigningAlg, kid: string): Promise<SigningK
 export class TestProvider {
   readonly #server: Server;
   /** Keys published in the key set. */
-  published: SigningKey[] = [];
+  published: PublishedKey[] = [];
   /** How many times the key set was asked for (discovery not counted). */
   jwksRequests = 0;
   down = false;
@@ -55,7 +61,7 @@ export class TestProvider {
     });
   }
 
-  static async start(t: TestContext, keys: SigningKey[]): Promise<TestProvider> {
+  static async start(t: TestContext, keys: PublishedKey[]): Promise<TestProvider> {
     const provider = new TestProvider();
     provider.published = keys;
     provider.#server.listen(0, '127.0.0.1');
@@ -115,4 +121,38 @@ export async function closedPort(): Promise<number> {
   server.close();
   await once(server, 'close');
   return port;
+}
+
+/**
+ * An RSA key of 1024 bits, as some providers still publish: jose refuses to sign or verify with it
+ * (RFC 7518 §3.3 asks for 2048 bits), so it is made by node:crypto and its tokens signed by hand.
+ */
+export interface WeakRsaKey extends PublishedKey {
+  readonly kid: string;
+  readonly privateKey: KeyObject;
+}
+
+export function weakRsaKey(kid: string): WeakRsaKey {
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 1024 });
+  return { kid, privateKey, jwk: { ...publicKey.export({ format: 'jwk' }), kid, alg: 'RS256', use: 'sig' } };
+}
+
+/** An RS256 JWT signed with a key jose would not sign with: iss, aud, iat and exp as `sign` sets them. */
+export function signWithWeakKey(provider: TestProvider, claims: JWTPayload, key: WeakRsaKey): string {
+  const now = Math.floor(Date.now() / 1000);
+  const part = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const input = `${part({ alg: 'RS256', kid: key.kid, typ: 'JWT' })}.${part({ iss: provider.issuer, aud: AUDIENCE, iat: now, exp: now + 600, ...claims })}`;
+  return `${input}.${signBytes('sha256', Buffer.from(input), key.privateKey).toString('base64url')}`;
+}
+
+/**
+ * An ES256 key whose published point is not on the curve (its `y` changed in one bit): WebCrypto refuses
+ * to import it. `signer` still holds the private key of the point before the change, so that its tokens
+ * are well-formed ES256 JWTs naming this kid.
+ */
+export async function badEcKey(kid: string): Promise<{ jwk: JWK; signer: SigningKey }> {
+  const signer = await signingKey('ES256', kid);
+  const y = Buffer.from(signer.jwk.y as string, 'base64url');
+  y[5] = (y[5] as number) ^ 1;
+  return { signer, jwk: { ...signer.jwk, y: y.toString('base64url') } };
 }

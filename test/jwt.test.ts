@@ -48,13 +48,22 @@ test('every refusal is 401 invalid_token with a challenge saying which check fai
     ['JWT has expired (exp)', await sign(provider, alice, { key, expiresIn: -120 })], // beyond the 60 s skew
     ['JWT is not valid yet (nbf)', await sign(provider, alice, { key, notBefore: 300 })],
     ['JWT has no expiry (exp)', await sign(provider, alice, { key, expiresIn: null })],
+    // A claim of the wrong type says so: an nbf of "soon" is not "not valid yet", an exp of "tomorrow" not "no expiry".
+    ['JWT claim nbf has the wrong type (a number of seconds is expected)', await sign(provider, { ...alice, nbf: 'soon' as unknown as number }, { key })],
+    ['JWT claim exp has the wrong type (a number of seconds is expected)', await sign(provider, { ...alice, exp: 'tomorrow' as unknown as number }, { key, expiresIn: null })],
     ['JWT signature algorithm (alg) is not allowed', hs256],
     ['JWT signature algorithm (alg) is not allowed', none],
     ['JWT signature algorithm (alg) is not allowed', await sign(provider, alice, { key: es384 })], // not in JWT_ALGORITHMS
     ['malformed JWT', 'eyJub3QiOiJqc29u.eyJzdWIiOiJhbGljZSJ9.c2ln'],
     ['malformed JWT', await new CompactSign(new TextEncoder().encode('not a claims set')).setProtectedHeader({ alg: 'RS256', kid: 'main' }).sign(key.privateKey)],
     ['JWT user claim is missing or not a valid user name', await sign(provider, { scope: 'plants:read' }, { key })],
-    ['JWT user claim is missing or not a valid user name', await sign(provider, { sub: ' alice', scope: 'plants:read' }, { key })],
+    ['JWT user claim is not a valid user name: it must not start or end with whitespace', await sign(provider, { sub: ' alice', scope: 'plants:read' }, { key })],
+    // A right-to-left override would show x\u202Ey as y\u202Ex in listings and logs.
+    [
+      'JWT user claim is not a valid user name: it must not contain control characters, invisible format characters (bidirectional controls, zero-width characters), or line and paragraph separators (found U+202E)',
+      await sign(provider, { sub: 'x\u202Ey', scope: 'plants:read' }, { key }),
+    ],
+    ['JWT user claim is missing or not a valid user name', await sign(provider, { sub: 42 as unknown as string, scope: 'plants:read' }, { key })],
   ];
   for (const [description, jwt] of cases) {
     const res = await list(app, jwt);

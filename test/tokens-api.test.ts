@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { TOKEN_CACHE_TTL_MS } from '../src/http/auth.js';
-import { hashToken, REVOCATION_WITHIN_MS } from '../src/tokens.js';
+import { generateToken, hashToken, REVOCATION_WITHIN_MS } from '../src/tokens.js';
 import { bearer, create, errorBody, list, testApp } from './helpers.js';
 
 const SECRET = /^pst_[A-Za-z0-9_-]{43}$/;
@@ -116,6 +116,43 @@ test('POST /tokens refuses every invalid field with 400 (40007), naming it; noth
   }
   assertError(await createToken(app, root, '{"user":'), 400, 40001);
   assert.equal((await store.listTokens()).length, 1, 'only the admin token exists');
+});
+
+/**
+ * Characters Unicode's identifier guidance keeps out of names: bidirectional embeddings, overrides,
+ * isolates and marks; zero-width and other invisible format characters; line and paragraph separators;
+ * a C1 control. Each would make a name display as another (U+202E shows x\u202Ey as y\u202Ex).
+ */
+const INVISIBLE = [
+  '\u202A', '\u202B', '\u202C', '\u202D', '\u202E', '\u2066', '\u2067', '\u2068', '\u2069', '\u200E', '\u200F',
+  '\u200B', '\u200C', '\u200D', '\u2060', '\uFEFF', '\u00AD', '\u{E0041}', '\u2028', '\u2029', '\u0085',
+];
+const codePoint = (c: string) => `U+${(c.codePointAt(0) as number).toString(16).toUpperCase().padStart(4, '0')}`;
+
+test('POST /tokens refuses a user or token name holding a bidirectional control, an invisible format character or a line separator (400 40007, naming it); ordinary names with spaces or emoji are fine', async (t) => {
+  const { app, token, store } = await testApp(t);
+  const root = await token('root', { admin: true });
+  for (const c of INVISIBLE) {
+    for (const [field, body] of [['user name', { user: `x${c}y` }], ['token name', { user: 'alice', name: `laptop${c}` }]] as const) {
+      const res = await createToken(app, root, body);
+      assertError(res, 400, 40007, new RegExp(`${field} must not contain control characters, invisible format characters .*\\(found ${codePoint(c).replace('+', '\\+')}\\)$`));
+    }
+  }
+  assert.equal((await store.listTokens()).length, 1, 'nothing was created');
+  for (const user of ['Ada Lovelace', 'José', '\u{1F335} cactus', '\u5C71\u7530']) {
+    assert.equal((await createToken(app, root, { user })).statusCode, 201, user);
+  }
+});
+
+test('a token stored with a user name the rule now refuses is refused 401 (40101) saying why, and counts as a failed authentication', async (t) => {
+  const { app, store } = await testApp(t, { authFailureLimit: { limit: 1, windowMs: 3_600_000 } });
+  const secret = generateToken();
+  // As a store written before the rule holds it: straight into the store, past issueToken's check.
+  await store.createToken({ hash: hashToken(secret), user: 'x\u202Ey', scopes: ['plants:read'], admin: false, name: null, expiresAt: null });
+  const res = await list(app, secret);
+  assertError(res, 401, 40101, /^The bearer token is invalid: the token user name holds characters no longer accepted \(control, format or bidirectional\); ask for a new token$/);
+  assert.match(String(res.headers['www-authenticate']), /error="invalid_token", error_description="the token user name holds characters no longer accepted/);
+  assert.equal((await list(app, secret)).statusCode, 429, 'the second refusal is over AUTH_FAILURE_LIMIT (1)');
 });
 
 test('POST /tokens: 401 without a valid token, 403 (40301) for a token that is not admin, before the body is looked at', async (t) => {

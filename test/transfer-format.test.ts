@@ -69,3 +69,25 @@ test('random plants go through a store and out again byte for byte, in order', a
   await exportTo(target.config, again);
   assert.equal(records(again), records(file));
 });
+
+test('an import line whose user, owner or token name holds a bidirectional control, an invisible format character or a line separator is refused, naming the line, the field and the character', () => {
+  const token = (fields: object) => JSON.stringify({
+    type: 'token', id: 1, hash: 'a'.repeat(64), user: 'alice', scopes: ['plants:read'], admin: false, name: null,
+    createdAt: '2026-01-31T12:00:00.000Z', expiresAt: null, revokedAt: null, ...fields,
+  });
+  const cases: Array<[string, string, string]> = [
+    [token({ user: 'x\u202Ey' }), 'user', 'U+202E'],
+    [token({ name: 'lap\u200Btop' }), 'name', 'U+200B'],
+    [token({ user: '\u2066alice\u2069' }), 'user', 'U+2066'],
+    [JSON.stringify({ type: 'plant', owner: 'bob\u2028', id: 1, name: 'fern' }), 'owner', 'U+2028'],
+  ];
+  for (const [line, field, char] of cases) {
+    assert.throws(() => decodeLine(line, 7), (e: unknown) => {
+      assert.equal(
+        (e as Error).message,
+        `line 7: "${field}" must not contain control characters, invisible format characters (bidirectional controls, zero-width characters), or line and paragraph separators (found ${char})`,
+      );
+      return true;
+    }, field);
+  }
+});

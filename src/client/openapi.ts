@@ -341,7 +341,7 @@ export interface components {
         };
         /** @description A token to create. Unlike a NewPlant, unknown fields are refused (400, 40007): a misspelt `scopes` must not make a token with every scope */
         NewToken: {
-            /** @description The user the token acts for: 1 to 128 characters, no control characters, no leading or trailing whitespace */
+            /** @description The user the token acts for: 1 to 128 characters; no control characters, invisible format characters (bidirectional controls, zero-width characters) or line separators; no leading or trailing whitespace */
             user: string;
             /** @description What the token may do; default: all of plants:read, plants:write, webhooks:manage. Repeats count once; an empty list is refused */
             scopes?: ("plants:read" | "plants:write" | "webhooks:manage")[];

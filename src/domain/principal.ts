@@ -25,14 +25,47 @@ export interface Principal {
 }
 
 const USER_MAX_CHARS = 128;
-// No control characters (they would garble `token list` and logs), no unpaired surrogates, no
-// surrounding whitespace: a user name is typed on a command line and shown in tables.
-const USER_NAME = /^(?![\s])[^\p{Cc}\p{Cs}]*(?<![\s])$/u;
+/**
+ * The characters a user name (or a token's name) may not hold, after Unicode's identifier guidance
+ * (UAX #31, UTS #39 §3.1: format and control characters are not in identifiers): controls (Cc), which
+ * would garble `token list` and logs; format characters (Cf): the bidirectional controls U+200E/F,
+ * U+202A–202E and U+2066–2069 (U+202E made `x\u202Ey` display as `y\u202Ex`), the zero-width U+200B–200D
+ * and U+FEFF, the soft hyphen, which make two names look alike (an emoji sequence joined by U+200D is
+ * refused with them); unpaired surrogates (Cs); line and paragraph separators (Zl, Zp). Other spaces are
+ * allowed inside a name ("Ada Lovelace") but not at its ends, where no one sees them.
+ */
+const REFUSED_CHAR = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u;
+const REFUSED_CHARS = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
+const EDGE_SPACE = /^\s|\s$/u;
 
-/** Why a user name is unacceptable, or null when it is fine. */
+/** U+XXXX, as the Unicode standard names a code point. */
+const codePoint = (c: string): string => `U+${(c.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
+
+/**
+ * Why a user name is unacceptable, or null when it is fine. The one rule for every way a name comes in:
+ * `token create --user`, POST /tokens, a JWT's user claim, an import file; and for a token already in a
+ * store, checked when it authenticates (http/auth/opaque.ts).
+ */
 export function userNameProblem(name: string): string | null {
   if (name.length === 0) return 'must not be empty';
   if ([...name].length > USER_MAX_CHARS) return `must be at most ${USER_MAX_CHARS} characters`;
-  if (!USER_NAME.test(name)) return 'must not contain control characters or start or end with whitespace';
+  const refused = REFUSED_CHAR.exec(name)?.[0];
+  if (refused !== undefined) {
+    return `must not contain control characters, invisible format characters (bidirectional controls, zero-width characters), or line and paragraph separators (found ${codePoint(refused)})`;
+  }
+  if (EDGE_SPACE.test(name)) return 'must not start or end with whitespace';
   return null;
+}
+
+/**
+ * A name as a table shows it: when it holds a character a name may not (see REFUSED_CHAR), the text of
+ * a JSON string (quotes and backslashes escaped, \n for a line break) with every such character escaped
+ * as \uXXXX, which JSON.stringify leaves as it is for format characters; so that a name stored before
+ * the rule (or a description with a line break) shows what it holds, on one line, rather than its
+ * characters reordered or hidden. Other text is shown as it is.
+ */
+export function visibleText(text: string): string {
+  if (!REFUSED_CHAR.test(text)) return text;
+  const unit = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+  return JSON.stringify(text).slice(1, -1).replace(REFUSED_CHARS, (c) => c.split('').map(unit).join(''));
 }

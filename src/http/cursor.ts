@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac, hash, timingSafeEqual, type Cipher, type Decipher } from 'node:crypto';
 import type { PlantPage, Store } from '../store/store.js';
+import { CURSOR_REFUSED, V1_FORM, V2_FORM } from './cursor-form.js';
 import { ApiError, ERRORS } from './errors.js';
 
 /** The listing a cursor continues: a cursor opens only for the same owner (or admin) and tag filter. */
@@ -19,17 +20,8 @@ const V1_NONCE_BYTES = 12;
 const V1_TAG_BYTES = 16;
 const V1_BYTES = V1_NONCE_BYTES + POSITION_BYTES + V1_TAG_BYTES;
 
-/**
- * 16 bytes in base64url are 22 characters whose last carries 2 bits and 4 zero bits (A, Q, g or w):
- * only the one text of each block is accepted, so no other text opens as the same cursor. Version 1:
- * 36 bytes, exactly 48 characters. Nothing to escape in a URL either way.
- */
-const V2_FORM = '[A-Za-z0-9_-]{21}[AQgw]';
-const V1_FORM = '[A-Za-z0-9_-]{48}';
 const V2_TEXT = new RegExp(`^${V2_FORM}$`);
 const V1_TEXT = new RegExp(`^${V1_FORM}$`);
-/** The query string's schema: either form, and nothing else reaches the codec. */
-export const CURSOR_PATTERN = `^(?:${V2_FORM}|${V1_FORM})$`;
 
 /**
  * The listing as one string. User names hold no control characters and tags no U+0000, so U+0000
@@ -114,7 +106,7 @@ export class CursorCodec {
 
 function opened(position: number | null): number {
   if (position === null) {
-    throw new ApiError(ERRORS.invalidQuery, `${ERRORS.invalidQuery.message}: cursor is not one this service issued for this listing`);
+    throw new ApiError(ERRORS.invalidQuery, `${ERRORS.invalidQuery.message}: cursor ${CURSOR_REFUSED}`);
   }
   return position;
 }

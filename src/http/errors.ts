@@ -5,6 +5,7 @@ import type { FastifyError } from 'fastify';
 import { Type } from 'typebox';
 import { DURATION } from '../domain/duration.js';
 import { STORABLE_TEXT } from '../domain/plant.js';
+import { CURSOR_PATTERN, CURSOR_REFUSED } from './cursor-form.js';
 import { SECURITY_HEADERS } from './security-headers.js';
 import { StoreNotOpenError, StoreUnavailableError } from '../store/store.js';
 
@@ -122,6 +123,9 @@ type ValidationDetail = NonNullable<FastifyError['validation']>[number];
 function validationReason(first: ValidationDetail | undefined): string | undefined {
   if (first?.params.pattern === STORABLE_TEXT) return 'must not contain U+0000 or unpaired surrogates';
   if (first?.params.pattern === DURATION.source) return 'must look like 30d, 12h, 15m or 90s (a whole number 1–999999 and s, m, h or d)';
+  if (first?.params.pattern === CURSOR_PATTERN) return CURSOR_REFUSED;
+  // Any other pattern: a regular expression is no message for a client.
+  if (first?.keyword === 'pattern') return 'does not have the form it must have';
   const allowed = first?.params.allowedValues;
   if (Array.isArray(allowed)) return `must be one of ${allowed.join(', ')}`;
   return first?.message;

@@ -5,7 +5,8 @@ import { plantOf, PlantTag, type NewPlantBody, type Plant } from '../domain/plan
 import type { FastifyReply } from 'fastify';
 import type { ListQuery, PlantPage, Store } from '../store/store.js';
 import { requireScope, type AuthSteps } from './auth.js';
-import { CURSOR_PATTERN, PageCursors } from './cursor.js';
+import { PageCursors } from './cursor.js';
+import { CURSOR_PATTERN } from './cursor-form.js';
 import { ApiError, ERRORS } from './errors.js';
 import { BODY_ERRORS, errorResponses, ref, SECURITY, TAG } from './schemas.js';
 

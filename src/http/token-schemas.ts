@@ -16,7 +16,7 @@ const ScopeSchema = Type.Unsafe<Scope>(Type.String({ enum: [...SCOPES] }));
 export const NewTokenSchema = Type.Object(
   {
     user: Type.String({
-      description: 'The user the token acts for: 1 to 128 characters, no control characters, no leading or trailing whitespace',
+      description: 'The user the token acts for: 1 to 128 characters; no control characters, invisible format characters (bidirectional controls, zero-width characters) or line separators; no leading or trailing whitespace',
     }),
     scopes: Type.Optional(
       Type.Array(ScopeSchema, {

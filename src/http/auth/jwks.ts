@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { createLocalJWKSet, type JSONWebKeySet, type JWSHeaderParameters, type FlattenedJWSInput, type CryptoKey } from 'jose';
 import { providerUrlProblem } from '../../config.js';
+import { screenKeys } from './key-screen.js';
 
 /*
  * Our own key cache over jose's createLocalJWKSet, rather than jose's createRemoteJWKSet (evaluated for
@@ -30,12 +31,24 @@ export interface ProviderOptions {
   /** Keys by OpenID Connect discovery from this issuer, unless `jwksUrl` names the key set. */
   readonly issuer: string | null;
   readonly jwksUrl: string | null;
+  /** JWT_ALGORITHMS: a published key that verifies with none of them is no usable key. */
+  readonly algorithms: readonly string[];
   readonly log: FastifyBaseLogger;
   /** KEY_REFETCH_COOLDOWN_MS; tests shorten it. */
   readonly cooldownMs?: number | undefined;
 }
 
 type KeyLookup = (header: JWSHeaderParameters, token: FlattenedJWSInput) => Promise<CryptoKey>;
+
+/** The key set of the last successful fetch, screened (key-screen.ts); replaced whole by the next. */
+export interface KeySet {
+  /** The key for a token's header; rejects with jose's JWKSNoMatchingKey if none. */
+  readonly lookup: KeyLookup;
+  /** How many of its keys verify with an allowed algorithm: 0 means no JWT can be verified. */
+  readonly usable: number;
+  /** The kids of the keys left out because they cannot be used (null: keys without one). */
+  readonly unusable: ReadonlySet<string | null>;
+}
 
 class FetchFailure extends Error {}
 
@@ -66,10 +79,16 @@ async function fetchJson(url: string, stop: AbortSignal): Promise<{ json: unknow
   }
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for await (const chunk of response.body ?? []) {
-    size += (chunk as Uint8Array).byteLength;
-    if (size > MAX_DOCUMENT_BYTES) throw new FetchFailure(`${url}: larger than ${MAX_DOCUMENT_BYTES} bytes`);
-    chunks.push(chunk as Uint8Array);
+  try {
+    for await (const chunk of response.body ?? []) {
+      size += (chunk as Uint8Array).byteLength;
+      if (size > MAX_DOCUMENT_BYTES) throw new FetchFailure(`${url}: larger than ${MAX_DOCUMENT_BYTES} bytes`);
+      chunks.push(chunk as Uint8Array);
+    }
+  } catch (error) {
+    if (error instanceof FetchFailure) throw error;
+    // The timeout (or the connection) ended while the body was arriving: say which document.
+    throw new FetchFailure(`${url}: the body did not arrive (${(error as Error).message})`);
   }
   try {
     return { json: JSON.parse(Buffer.concat(chunks).toString('utf8')), cacheControl: response.headers.get('cache-control') };
@@ -91,11 +110,12 @@ export function discoveryUrl(issuer: string): string {
 export class ProviderKeys {
   readonly #issuer: string | null;
   readonly #configuredJwksUrl: string | null;
+  readonly #algorithms: readonly string[];
   readonly #log: FastifyBaseLogger;
   readonly #cooldownMs: number;
   /** From discovery; forgotten when a fetch fails, so that the next one discovers again. */
   #jwksUrl: string | null;
-  #keys: KeyLookup | undefined;
+  #keys: KeySet | undefined;
   #lastAttemptAt = Number.NEGATIVE_INFINITY;
   #inFlight: Promise<void> | undefined;
   /** Whether the last fetch succeeded; undefined before the first ends. */
@@ -105,8 +125,9 @@ export class ProviderKeys {
   /** Aborts a fetch in flight when the app closes, so that it does not hold the process. */
   readonly #stop = new AbortController();
 
-  constructor({ issuer, jwksUrl, log, cooldownMs = KEY_REFETCH_COOLDOWN_MS }: ProviderOptions) {
+  constructor({ issuer, jwksUrl, algorithms, log, cooldownMs = KEY_REFETCH_COOLDOWN_MS }: ProviderOptions) {
     this.#issuer = issuer;
+    this.#algorithms = algorithms;
     this.#configuredJwksUrl = jwksUrl;
     this.#jwksUrl = jwksUrl;
     this.#log = log;
@@ -114,8 +135,8 @@ export class ProviderKeys {
     void this.#fetch();
   }
 
-  /** The key for a token's header, from the cached set; rejects with jose's JWKSNoMatchingKey if none. */
-  get keys(): KeyLookup | undefined {
+  /** The cached key set; undefined until a fetch succeeds. */
+  get keys(): KeySet | undefined {
     return this.#keys;
   }
 
@@ -156,8 +177,22 @@ export class ProviderKeys {
   async #load(): Promise<number> {
     if (this.#jwksUrl === null && this.#issuer !== null) this.#jwksUrl = await this.#discover(this.#issuer);
     if (this.#jwksUrl === null) throw new FetchFailure('no key set URL');
-    const { json, cacheControl } = await fetchJson(this.#jwksUrl, this.#stop.signal);
-    this.#keys = createLocalJWKSet(publicSignatureKeys(json, this.#jwksUrl));
+    const url = this.#jwksUrl;
+    const { json, cacheControl } = await fetchJson(url, this.#stop.signal);
+    const screened = await screenKeys(publicSignatureKeys(json, url).keys, this.#algorithms);
+    const unusable = new Set(screened.unusable.keys());
+    for (const [kid, reason] of screened.unusable) {
+      // Once per key: the next fetches of the same set say nothing more.
+      if (!this.#keys?.unusable.has(kid)) {
+        this.#log.warn({ jwks: url, kid, reason }, 'identity provider key skipped: it cannot be used, and JWTs naming it are refused (401)');
+      }
+    }
+    if (screened.usable === 0 && this.#keys?.usable !== 0) {
+      this.#log.warn({ jwks: url }, 'identity provider publishes no key this server can use: JWTs are answered 503 until it does');
+    } else if (screened.usable > 0 && this.#keys?.usable === 0) {
+      this.#log.info({ jwks: url }, 'identity provider publishes a usable key again');
+    }
+    this.#keys = { lookup: createLocalJWKSet(screened.set), usable: screened.usable, unusable };
     return refreshPeriodOf(cacheControl);
   }
 

@@ -6,7 +6,7 @@ import {
 import type { Config } from '../../config.js';
 import { isScope, NO_TOKEN_ID, userNameProblem, type Principal, type Scope } from '../../domain/principal.js';
 import { ApiError, ERRORS } from '../errors.js';
-import { ProviderKeys } from './jwks.js';
+import { ProviderKeys, type KeySet } from './jwks.js';
 import { Refusal, type Verdict, type Verifier } from './verifier.js';
 
 /** The settings of JWT verification (the JWT_* rows of the configuration table). */
@@ -58,6 +58,7 @@ const DESCRIPTIONS = {
   alg: 'JWT signature algorithm (alg) is not allowed',
   signature: 'JWT signature verification failed',
   unknownKey: 'no key of the identity provider matches the JWT (kid)',
+  unusableKey: 'the identity provider\'s key for this JWT (kid) cannot be used',
   ambiguousKey: 'JWT names no key (kid) and several keys of the identity provider could have signed it',
   iss: 'JWT issuer (iss) is not the one configured',
   aud: 'JWT audience (aud) does not include this API',
@@ -65,6 +66,7 @@ const DESCRIPTIONS = {
   nbf: 'JWT is not valid yet (nbf)',
   noExp: 'JWT has no expiry (exp)',
   claim: 'JWT claim is invalid',
+  claimType: 'JWT claim has the wrong type',
   user: 'JWT user claim is missing or not a valid user name',
 } as const;
 
@@ -75,11 +77,18 @@ const refusal = (reason: keyof typeof DESCRIPTIONS, description: string = DESCRI
 function refusalOf(error: unknown): Refusal {
   if (error instanceof errors.JWTExpired) return refusal('expired');
   if (error instanceof errors.JWTClaimValidationFailed) {
+    const claim = error.claim.replace(/[^\x21-\x7e]|["\\]/g, '?').slice(0, 40);
+    // jose's "invalid": the claim is there with a value of the wrong type (an nbf of "soon"), which is
+    // neither "not valid yet" nor "no expiry".
+    if (error.reason === 'invalid') {
+      const expected = ['exp', 'nbf', 'iat'].includes(error.claim) ? ' (a number of seconds is expected)' : '';
+      return refusal('claimType', `JWT claim ${claim} has the wrong type${expected}`);
+    }
     if (error.claim === 'iss') return refusal('iss');
     if (error.claim === 'aud') return refusal('aud');
     if (error.claim === 'nbf') return refusal('nbf');
     if (error.claim === 'exp') return refusal('noExp');
-    return refusal('claim', `JWT claim ${error.claim.replace(/[^\x21-\x7e]|["\\]/g, '?').slice(0, 40)} is invalid`);
+    return refusal('claim', `JWT claim ${claim} is invalid`);
   }
   if (error instanceof errors.JOSEAlgNotAllowed) return refusal('alg');
   if (error instanceof errors.JWSSignatureVerificationFailed) return refusal('signature');
@@ -87,6 +96,20 @@ function refusalOf(error: unknown): Refusal {
   if (error instanceof errors.JWKSMultipleMatchingKeys) return refusal('ambiguousKey');
   if (error instanceof errors.JOSEError) return refusal('malformed');
   throw error;
+}
+
+/** The 503's message when the provider's key set holds no key this server can use. */
+const NO_USABLE_KEY = 'The identity provider publishes no key this server can use to verify this JWT; retry (see Retry-After)';
+
+/** The key `header` names in `keys`, or undefined when none matches; UnusableKey for a key left out. */
+async function lookUp(keys: KeySet, header: JWSHeaderParameters, input: FlattenedJWSInput): Promise<CryptoKey | undefined> {
+  try {
+    return await keys.lookup(header, input);
+  } catch (error) {
+    if (!(error instanceof errors.JWKSNoMatchingKey)) throw error;
+    if (typeof header.kid === 'string' && keys.unusable.has(header.kid)) throw new UnusableKey();
+    return undefined;
+  }
 }
 
 /** plantstore's scopes among a JWT's `scope` (space-separated) and `scp` (array, or space-separated). */
@@ -103,6 +126,13 @@ function grantsOf(payload: JWTPayload): { scopes: Scope[]; admin: boolean } {
 
 /** Refuses unknown keys with the provider unreachable: 503, which the client retries, never 401. */
 class ProviderUnavailable extends Error {}
+/**
+ * The provider publishes no key this server can use (none imports, or none is of JWT_ALGORITHMS): no JWT
+ * can be verified, whatever it is, so it is not the token's fault. 503 as for an unreachable provider.
+ */
+class NoUsableKey extends Error {}
+/** The token names a key the provider publishes but this server cannot use (key-screen.ts): a refusal. */
+class UnusableKey extends Error {}
 
 /**
  * JWT access tokens from the team's identity provider (issue 11): signature by the provider's published
@@ -129,7 +159,9 @@ export class JwtVerifier implements Verifier {
       // An access token without an expiry would be valid forever (RFC 9068 §2.2 requires exp).
       requiredClaims: ['exp'],
     };
-    this.#keys = new ProviderKeys({ issuer: settings.jwtIssuer, jwksUrl: settings.jwtJwksUrl, log, cooldownMs });
+    this.#keys = new ProviderKeys({
+      issuer: settings.jwtIssuer, jwksUrl: settings.jwtJwksUrl, algorithms: settings.jwtAlgorithms, log, cooldownMs,
+    });
   }
 
   /** The JWT shape; an opaque token is told apart by its prefix before any pattern runs. */
@@ -175,15 +207,20 @@ export class JwtVerifier implements Verifier {
     try {
       ({ payload } = await jwtVerify(token, (header, input) => this.#key(header, input, now), { ...this.#options, currentDate: new Date(now) }));
     } catch (error) {
-      if (error instanceof ProviderUnavailable) {
-        throw new ApiError(ERRORS.identityProviderUnavailable, ERRORS.identityProviderUnavailable.message, {
+      if (error instanceof ProviderUnavailable || error instanceof NoUsableKey) {
+        const message = error instanceof NoUsableKey ? NO_USABLE_KEY : ERRORS.identityProviderUnavailable.message;
+        throw new ApiError(ERRORS.identityProviderUnavailable, message, {
           'retry-after': String(this.#keys.retryAfterSeconds(Date.now())),
         });
       }
+      if (error instanceof UnusableKey) return refusal('unusableKey');
       return refusalOf(error);
     }
     const user = payload[this.#settings.jwtUserClaim];
-    if (typeof user !== 'string' || userNameProblem(user) !== null) return refusal('user');
+    if (typeof user !== 'string') return refusal('user');
+    // The rule's reason is ASCII without quotes (it names a code point as U+XXXX): fit for the challenge.
+    const problem = userNameProblem(user);
+    if (problem !== null) return refusal('user', `JWT user claim is not a valid user name: it ${problem}`);
     const grants = grantsOf(payload);
     const scopes = grants.scopes.length === 0 && !grants.admin ? [...this.#settings.jwtDefaultScopes] : grants.scopes;
     const principal: Principal = { tokenId: NO_TOKEN_ID, user, scopes, admin: grants.admin };
@@ -192,20 +229,25 @@ export class JwtVerifier implements Verifier {
     return principal;
   }
 
-  /** The key from the cached set; for an unknown kid, the set fetched again (cooldown permitting). */
+  /**
+   * The key from the cached set; for an unknown kid, or while the set holds no usable key, the set
+   * fetched again (cooldown permitting).
+   */
   async #key(header: JWSHeaderParameters, input: FlattenedJWSInput, now: number): Promise<CryptoKey> {
     const cached = this.#keys.keys;
-    if (cached !== undefined) {
-      try {
-        return await cached(header, input);
-      } catch (error) {
-        if (!(error instanceof errors.JWKSNoMatchingKey)) throw error;
-      }
+    if (cached !== undefined && cached.usable > 0) {
+      const key = await lookUp(cached, header, input);
+      if (key !== undefined) return key;
     }
     const reachable = await this.#keys.refetchForUnknownKey(now);
     const fresh = this.#keys.keys;
-    if (fresh !== undefined && fresh !== cached) return fresh(header, input);
+    if (fresh !== undefined && fresh !== cached && fresh.usable > 0) {
+      const key = await lookUp(fresh, header, input);
+      if (key !== undefined) return key;
+      throw new errors.JWKSNoMatchingKey();
+    }
     if (!reachable) throw new ProviderUnavailable();
+    if (fresh !== undefined && fresh.usable === 0) throw new NoUsableKey();
     throw new errors.JWKSNoMatchingKey();
   }
 

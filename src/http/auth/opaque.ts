@@ -1,4 +1,4 @@
-import type { Principal } from '../../domain/principal.js';
+import { userNameProblem, type Principal } from '../../domain/principal.js';
 import type { Store, TokenRecord } from '../../store/store.js';
 import { hashToken, looksLikeToken, REVOCATION_WITHIN_MS } from '../../tokens.js';
 import { Refusal, type Verdict, type Verifier } from './verifier.js';
@@ -90,13 +90,26 @@ const principalOf = (record: TokenRecord): Principal => ({
   admin: record.admin,
 });
 
-/** Expiry is checked on every use (a cached record does not outlive its token's expiry). */
+/**
+ * What the client is told of a token whose user name the rule refuses (domain/principal.ts): stored
+ * before the rule was, or written into the store by hand. Told, since only the holder of the secret can
+ * hear it, and it says what to do.
+ */
+const INVALID_USER = 'the token user name holds characters no longer accepted (control, format or bidirectional); ask for a new token';
+
+/**
+ * Expiry is checked on every use (a cached record does not outlive its token's expiry); the user name
+ * once per read, when the principal is made.
+ */
 function judge(record: TokenRecord | null, now: number, entry?: CacheEntry): Verdict {
   if (record === null) return new Refusal('unknown');
   if (record.revokedAt !== null) return new Refusal('revoked', record.id);
   if (record.expiresAt !== null && record.expiresAt.getTime() <= now) return new Refusal('expired', record.id);
-  if (entry === undefined) return principalOf(record);
-  return (entry.principal ??= principalOf(record));
+  if (entry?.principal !== undefined) return entry.principal;
+  if (userNameProblem(record.user) !== null) return new Refusal('invalidUser', record.id, INVALID_USER);
+  const principal = principalOf(record);
+  if (entry !== undefined) entry.principal = principal;
+  return principal;
 }
 
 /**

@@ -218,7 +218,7 @@ export const OPTIONS = [
       },
     },
   ),
-  rateOption('authFailureLimit', 'AUTH_FAILURE_LIMIT', '60/minute', 'Failed authentications per client address before 429 (N/second, N/minute, N/hour, or off)'),
+  rateOption('authFailureLimit', 'AUTH_FAILURE_LIMIT', '60/minute', 'Failed authentications per client address (an IPv6 client: its /64) before 429 (N/second, N/minute, N/hour, or off)'),
   rateOption('rateLimit', 'RATE_LIMIT', 'off', 'Requests per token before 429 (N/second, N/minute, N/hour, or off); shared by all instances'),
   option(
     'webhookAllowPrivate', 'WEBHOOK_ALLOW_PRIVATE', 'off',

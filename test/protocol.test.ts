@@ -29,6 +29,21 @@ test('an HTTP/1.1 request without Host is 400 40000 with the Error body and the 
   assert.equal(onlyAnswer(await raw(app, 'GET /healthz HTTP/1.0\r\n\r\n')).status, 200);
 });
 
+test('two Authorization header lines are 400 40000 with the Error body, whichever of them is valid', async (t) => {
+  const { app, token } = await testApp(t);
+  const alice = await token('alice');
+  for (const [first, second] of [[alice, 'pst_wrong'], ['pst_wrong', alice], [alice, alice]]) {
+    const answer = onlyAnswer(
+      await raw(app, `GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${first}\r\nauthorization: Bearer ${second}\r\nConnection: close\r\n\r\n`),
+    );
+    assertErrorAnswer(answer, 40000, 'two Authorization lines');
+    assert.match(rawErrorBody(answer).message, /Authorization header appears more than once/);
+  }
+  // One line is as before.
+  const one = onlyAnswer(await raw(app, `GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice}\r\nConnection: close\r\n\r\n`));
+  assert.equal(one.status, 200);
+});
+
 test('CONNECT is 400 40000 with the Error body and the security headers, and the connection closes', async (t) => {
   const { app } = await testApp(t);
   const answer = onlyAnswer(await raw(app, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'));

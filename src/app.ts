@@ -102,6 +102,9 @@ export function createServer({ logger, ...overrides }: ServerOptions): FastifyIn
     // Unique across instances and restarts (a random prefix per process), cheaper than a UUID each.
     genReqId: () => `${REQUEST_ID_PREFIX}-${(++requestCount).toString(36)}`,
     trustProxy: settings.trustProxy,
+    // `/plants/` is `/plants` (and `/plants/7/` is `/plants/7`), as most HTTP frameworks and their users
+    // have it. Without this, `/plants/` matched `/plants/:id` with an empty id: GET was 405 Allow: DELETE.
+    routerOptions: { ignoreTrailingSlash: true },
     // Fastify's default request timeout is 0 (none), which lets a slow client hold a connection forever.
     requestTimeout: settings.requestTimeoutMs,
     http: {

@@ -122,6 +122,27 @@ test('a method this server does not route, on an existing path, is 405 with Allo
   assert.equal(injected.headers.allow, 'GET, HEAD, POST');
 });
 
+test('a trailing slash names the same resource: /plants/ is the collection, /plants/{id}/ the plant', async (t) => {
+  const { app, token } = await testApp(t);
+  const alice = await token('alice');
+  const send = (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: string) =>
+    app.inject({ method, url, headers: { ...bearer(alice), 'content-type': 'application/json' }, ...(payload ? { payload } : {}) });
+  assert.equal((await send('POST', '/plants/', '{"id":7,"name":"Monstera"}')).statusCode, 200);
+  const listed = await send('GET', '/plants/?limit=10');
+  assert.equal(listed.statusCode, 200);
+  assert.deepEqual(listed.json(), [{ name: 'Monstera' }]);
+  // The collection has no DELETE, with or without the slash: the same 405 and Allow.
+  for (const url of ['/plants', '/plants/']) {
+    const res = await send('DELETE', url);
+    assert.equal(res.statusCode, 405, url);
+    assert.equal(errorBody(res).error, 40500, url);
+    assert.equal(res.headers.allow, 'GET, HEAD, POST', url);
+  }
+  assert.equal((await send('DELETE', '/plants/7/')).statusCode, 204);
+  assert.equal((await send('DELETE', '/plants/7')).statusCode, 404, 'it was that plant');
+  for (const url of ['/tokens/', '/webhooks/', '/healthz/']) assert.equal((await send('GET', url)).statusCode, 200, url);
+});
+
 test('with CORS on, OPTIONS stays the preflight and other methods still get 405 with the same Allow', async (t) => {
   const { app } = await testApp(t, { corsOrigins: ['https://app.example'] });
   const preflight = await app.inject({

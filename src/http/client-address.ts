@@ -1,4 +1,5 @@
-import { isIPv4, isIPv6 } from 'node:net';
+import { BlockList, isIPv4, isIPv6 } from 'node:net';
+import type { TrustProxy } from '../config.js';
 
 /**
  * The client a limit counts against, given its address (a socket's remoteAddress, or request.ip):
@@ -47,4 +48,40 @@ function ipv6Groups(address: string): number[] {
   const head = parse(address.slice(0, gap));
   const tail = parse(address.slice(gap + 2));
   return [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail];
+}
+
+/** proxy-addr's named ranges (what Fastify's trustProxy, and so TRUST_PROXY, accepts). */
+const NAMED_RANGES: Record<string, ReadonlyArray<readonly [string, number, 'ipv4' | 'ipv6']>> = {
+  loopback: [['127.0.0.0', 8, 'ipv4'], ['::1', 128, 'ipv6']],
+  linklocal: [['169.254.0.0', 16, 'ipv4'], ['fe80::', 10, 'ipv6']],
+  uniquelocal: [['10.0.0.0', 8, 'ipv4'], ['172.16.0.0', 12, 'ipv4'], ['192.168.0.0', 16, 'ipv4'], ['fc00::', 7, 'ipv6']],
+};
+
+/**
+ * Whether a connection's address is one of TRUST_PROXY's proxies: the same entries Fastify trusts
+ * X-Forwarded-For from (addresses, CIDRs, named ranges; the configuration has checked them). Returns
+ * undefined when no proxy is trusted, so that the caller asks nothing.
+ */
+export function trustedProxies(trustProxy: TrustProxy): ((address: string | undefined) => boolean) | undefined {
+  if (trustProxy === false) return undefined;
+  const list = new BlockList();
+  for (const raw of trustProxy.split(',')) {
+    const entry = raw.trim();
+    const named = NAMED_RANGES[entry];
+    if (named) {
+      for (const [network, prefix, family] of named) list.addSubnet(network, prefix, family);
+      continue;
+    }
+    const [address = '', prefix] = entry.split('/');
+    const bare = address.replace(/%.*$/, '');
+    const family = isIPv4(bare) ? 'ipv4' : 'ipv6';
+    if (prefix === undefined) list.addAddress(bare, family);
+    else list.addSubnet(bare, Number(prefix), family);
+  }
+  return (address) => {
+    if (address === undefined) return false;
+    const key = clientKey(address);
+    // clientKey gives IPv4 for IPv4 and mapped addresses; an IPv6 address is checked as it is.
+    return isIPv4(key) ? list.check(key, 'ipv4') : list.check(address.replace(/%.*$/, ''), 'ipv6');
+  };
 }

@@ -4,6 +4,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import fp from 'fastify-plugin';
 import { DEFAULTS, type Config } from './config.js';
 import type { Store } from './store/store.js';
+import { limitConnections } from './http/connections.js';
 import { clientErrorHandler, ERRORS, toApiError, type ErrorRow } from './http/errors.js';
 import { apiDocs } from './http/docs.js';
 import { livenessRoute, readinessRoute } from './http/health.js';
@@ -27,7 +28,7 @@ import { drainOnClose } from './http/shutdown.js';
 /** The settings the HTTP layer uses; every one has the default of the configuration table. */
 export type HttpSettings = Pick<
   Config,
-  | 'accessLog' | 'docs' | 'maxBodySize' | 'maxHeaderSize' | 'maxUrlLength' | 'maxJsonDepth' | 'maxConnections'
+  | 'accessLog' | 'docs' | 'maxBodySize' | 'maxHeaderSize' | 'maxUrlLength' | 'maxJsonDepth' | 'maxConnections' | 'maxConnectionsPerAddress'
   | 'requestTimeoutMs' | 'trustProxy' | 'corsOrigins' | 'authFailureLimit' | 'rateLimit' | 'drainTimeoutMs'
   | 'webhookAllowPrivate' | 'webhookMaxPerUser'
   | 'jwtIssuer' | 'jwtJwksUrl' | 'jwtAudience' | 'jwtAlgorithms' | 'jwtClockSkewMs' | 'jwtUserClaim' | 'jwtDefaultScopes'
@@ -102,6 +103,9 @@ export function createServer({ logger, ...overrides }: ServerOptions): FastifyIn
     // Unique across instances and restarts (a random prefix per process), cheaper than a UUID each.
     genReqId: () => `${REQUEST_ID_PREFIX}-${(++requestCount).toString(36)}`,
     trustProxy: settings.trustProxy,
+    // `/plants/` is `/plants` (and `/plants/7/` is `/plants/7`), as most HTTP frameworks and their users
+    // have it. Without this, `/plants/` matched `/plants/:id` with an empty id: GET was 405 Allow: DELETE.
+    routerOptions: { ignoreTrailingSlash: true },
     // Fastify's default request timeout is 0 (none), which lets a slow client hold a connection forever.
     requestTimeout: settings.requestTimeoutMs,
     http: {
@@ -133,8 +137,12 @@ export function createServer({ logger, ...overrides }: ServerOptions): FastifyIn
       plugins: [exactInt64Keyword],
     },
   });
-  // Connections beyond this are closed by Node as soon as they are accepted.
-  app.server.maxConnections = settings.maxConnections;
+  // MAX_CONNECTIONS, MAX_CONNECTIONS_PER_ADDRESS, and idle connections closed early near the cap.
+  const connections = limitConnections(app.server, settings, app.log);
+  app.addHook('onClose', (_instance, done) => {
+    connections.stop();
+    done();
+  });
   return app;
 }
 

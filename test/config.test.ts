@@ -20,6 +20,7 @@ test('defaults: port 8080 on 127.0.0.1, info logs, ./data/plantstore.db, rate li
     maxUrlLength: 4096,
     maxJsonDepth: 32,
     maxConnections: 4096,
+    maxConnectionsPerAddress: 256,
     requestTimeoutMs: 30_000,
     drainTimeoutMs: 10_000,
     trustProxy: false,

@@ -29,6 +29,21 @@ test('an HTTP/1.1 request without Host is 400 40000 with the Error body and the 
   assert.equal(onlyAnswer(await raw(app, 'GET /healthz HTTP/1.0\r\n\r\n')).status, 200);
 });
 
+test('two Authorization header lines are 400 40000 with the Error body, whichever of them is valid', async (t) => {
+  const { app, token } = await testApp(t);
+  const alice = await token('alice');
+  for (const [first, second] of [[alice, 'pst_wrong'], ['pst_wrong', alice], [alice, alice]]) {
+    const answer = onlyAnswer(
+      await raw(app, `GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${first}\r\nauthorization: Bearer ${second}\r\nConnection: close\r\n\r\n`),
+    );
+    assertErrorAnswer(answer, 40000, 'two Authorization lines');
+    assert.match(rawErrorBody(answer).message, /Authorization header appears more than once/);
+  }
+  // One line is as before.
+  const one = onlyAnswer(await raw(app, `GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice}\r\nConnection: close\r\n\r\n`));
+  assert.equal(one.status, 200);
+});
+
 test('CONNECT is 400 40000 with the Error body and the security headers, and the connection closes', async (t) => {
   const { app } = await testApp(t);
   const answer = onlyAnswer(await raw(app, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'));
@@ -105,6 +120,27 @@ test('a method this server does not route, on an existing path, is 405 with Allo
   const injected = await app.inject({ method: 'PROPFIND' as 'GET', url: '/plants', headers: bearer(alice) });
   assert.equal(injected.statusCode, 405);
   assert.equal(injected.headers.allow, 'GET, HEAD, POST');
+});
+
+test('a trailing slash names the same resource: /plants/ is the collection, /plants/{id}/ the plant', async (t) => {
+  const { app, token } = await testApp(t);
+  const alice = await token('alice');
+  const send = (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: string) =>
+    app.inject({ method, url, headers: { ...bearer(alice), 'content-type': 'application/json' }, ...(payload ? { payload } : {}) });
+  assert.equal((await send('POST', '/plants/', '{"id":7,"name":"Monstera"}')).statusCode, 200);
+  const listed = await send('GET', '/plants/?limit=10');
+  assert.equal(listed.statusCode, 200);
+  assert.deepEqual(listed.json(), [{ name: 'Monstera' }]);
+  // The collection has no DELETE, with or without the slash: the same 405 and Allow.
+  for (const url of ['/plants', '/plants/']) {
+    const res = await send('DELETE', url);
+    assert.equal(res.statusCode, 405, url);
+    assert.equal(errorBody(res).error, 40500, url);
+    assert.equal(res.headers.allow, 'GET, HEAD, POST', url);
+  }
+  assert.equal((await send('DELETE', '/plants/7/')).statusCode, 204);
+  assert.equal((await send('DELETE', '/plants/7')).statusCode, 404, 'it was that plant');
+  for (const url of ['/tokens/', '/webhooks/', '/healthz/']) assert.equal((await send('GET', url)).statusCode, 200, url);
 });
 
 test('with CORS on, OPTIONS stays the preflight and other methods still get 405 with the same Allow', async (t) => {

@@ -77,3 +77,35 @@ test('behind a trusted proxy, X-Forwarded-For names the client; otherwise it is 
   assert.equal((await guessFrom(direct.app, '203.0.113.1')).statusCode, 401);
   assert.equal((await guessFrom(direct.app, '203.0.113.2')).statusCode, 429, 'a forged X-Forwarded-For does not dodge the limit');
 });
+
+test('AUTH_FAILURE_LIMIT counts an IPv6 client by its /64: failures from two of its addresses add up; another /64 is not limited', async (t) => {
+  const { app, token } = await testApp(t, { authFailureLimit: hour(2) });
+  const alice = await token('alice');
+  const from = (remoteAddress: string, secret: string) =>
+    app.inject({ method: 'GET', url: '/plants', headers: bearer(secret), remoteAddress });
+  assert.equal((await from('2001:db8:1:2::1', 'pst_guess0')).statusCode, 401);
+  assert.equal((await from('2001:db8:1:2:ffff::2', 'pst_guess1')).statusCode, 401);
+  const limited = await from('2001:db8:1:2::3', 'pst_guess2');
+  assert.equal(limited.statusCode, 429);
+  assert.equal(errorBody(limited).error, 42901);
+  assert.equal((await from('2001:db8:1:2:abcd::9', alice)).statusCode, 429, 'the whole /64 is blocked, a right token included');
+  assert.equal((await from('2001:db8:1:3::1', alice)).statusCode, 200, 'the next /64 is another client');
+  assert.equal((await from('2001:db8:1:3::1', 'pst_guess3')).statusCode, 401);
+});
+
+test('AUTH_FAILURE_LIMIT counts an IPv4 client the same whether it arrives as IPv4 or IPv4-mapped IPv6', async (t) => {
+  const { app } = await testApp(t, { authFailureLimit: hour(1) });
+  const from = (remoteAddress: string) => app.inject({ method: 'GET', url: '/plants', headers: bearer('pst_wrong'), remoteAddress });
+  assert.equal((await from('192.0.2.44')).statusCode, 401);
+  assert.equal((await from('::ffff:192.0.2.44')).statusCode, 429);
+  assert.equal((await from('192.0.2.45')).statusCode, 401);
+});
+
+test('behind a trusted proxy, IPv6 clients named by X-Forwarded-For are counted by their /64', async (t) => {
+  const { app } = await testApp(t, { authFailureLimit: hour(1), trustProxy: '10.0.0.0/8' });
+  const guessFrom = (forwardedFor: string) =>
+    app.inject({ method: 'GET', url: '/plants', headers: { ...bearer('pst_wrong'), 'x-forwarded-for': forwardedFor }, remoteAddress: '10.0.0.5' });
+  assert.equal((await guessFrom('2001:db8:7:7::1')).statusCode, 401);
+  assert.equal((await guessFrom('2001:db8:7:7::2')).statusCode, 429, 'another address of the same /64');
+  assert.equal((await guessFrom('2001:db8:7:8::1')).statusCode, 401, 'another /64 behind the same proxy');
+});

@@ -43,8 +43,27 @@ export function enforceProtocol(app: FastifyInstance, { maxUrlLength }: { maxUrl
       return done(new ApiError(ERRORS.badRequest, `${ERRORS.badRequest.message}: an HTTP/1.1 request needs a Host header`));
     }
     if (raw[EXPECTATION_FAILED]) return done(new ApiError(ERRORS.expectationFailed));
+    // Node keeps the first of two Authorization lines and drops the other, so which credentials count would
+    // depend on their order, and an intermediary may well pick the other one. RFC 9110 §5.3: a field that
+    // is not a list must not be repeated. Only a request that has the header pays for the look.
+    if (raw.headers.authorization !== undefined && repeated(raw.rawHeaders, 'authorization')) {
+      return done(new ApiError(ERRORS.badRequest, `${ERRORS.badRequest.message}: the Authorization header appears more than once`));
+    }
     done();
   });
+}
+
+/** Whether the request has more than one field line named `name` (lower case). */
+function repeated(rawHeaders: readonly string[], name: string): boolean {
+  let seen = false;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const field = rawHeaders[i] as string;
+    if (field.length === name.length && field.toLowerCase() === name) {
+      if (seen) return true;
+      seen = true;
+    }
+  }
+  return false;
 }
 
 /**

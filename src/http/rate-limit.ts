@@ -3,6 +3,7 @@ import type { Rate } from '../config.js';
 import { NO_TOKEN_ID, type Principal } from '../domain/principal.js';
 import type { RateCount, Store } from '../store/store.js';
 import type { Hook } from './auth/authenticate.js';
+import { clientKey } from './client-address.js';
 import { ApiError, ERRORS } from './errors.js';
 
 /*
@@ -74,6 +75,8 @@ const MAX_BLOCKED = 100_000;
  * the store (shared by instances); an address over the limit is then refused everything that needs a
  * token until the window ends, a valid token included, or a lucky guess would still be told apart
  * from the others. Which addresses are blocked is remembered here, so checking costs no store call.
+ * An "address" is a client key (client-address.ts): an IPv6 client counts by its /64, whose every
+ * address it may use in turn.
  */
 export class AuthFailureLimit {
   readonly #store: Store;
@@ -90,23 +93,25 @@ export class AuthFailureLimit {
     return this.#blockedUntil.size > 0;
   }
 
-  /** The 429 to answer if `address` is blocked now, else null. */
+  /** The 429 to answer if `address`'s client is blocked now, else null. */
   refusal(address: string, now: number): ApiError | null {
-    const until = this.#blockedUntil.get(address);
+    const key = clientKey(address);
+    const until = this.#blockedUntil.get(key);
     if (until === undefined) return null;
     if (until <= now) {
-      this.#blockedUntil.delete(address);
+      this.#blockedUntil.delete(key);
       return null;
     }
     return this.#error(until - now);
   }
 
-  /** Counts a failure; returns the 429 to answer instead of a 401 once the address is over the limit. */
+  /** Counts a failure; returns the 429 to answer instead of a 401 once the address's client is over the limit. */
   async failed(address: string): Promise<ApiError | null> {
-    const { count, resetInMs } = await this.#store.hit(`auth-failure:${address}`, this.#rate.windowMs);
+    const key = clientKey(address);
+    const { count, resetInMs } = await this.#store.hit(`auth-failure:${key}`, this.#rate.windowMs);
     if (count <= this.#rate.limit) return null;
     if (this.#blockedUntil.size >= MAX_BLOCKED) this.#forgetExpired();
-    this.#blockedUntil.set(address, Date.now() + resetInMs);
+    this.#blockedUntil.set(key, Date.now() + resetInMs);
     return this.#error(resetInMs);
   }
 

@@ -29,7 +29,7 @@ interface Watched {
  * Node's ServerResponse for the request being answered on this connection, or null between requests.
  * Not in Node's typings; it is what Node's own `server.closeIdleConnections()` checks (lib/_http_server.js).
  */
-function answering(socket: Socket): boolean {
+export function answering(socket: Socket): boolean {
   const response = (socket as Socket & { _httpMessage?: { finished: boolean } | null })._httpMessage;
   return response != null && !response.finished;
 }

@@ -498,6 +498,14 @@ async function exportCommand(args: string[]): Promise<void> {
   if (out === '-' && process.stdout.isTTY) {
     throw new UsageError('export writes the whole store, webhook secrets included, to stdout: redirect it to a file, or give --out FILE');
   }
+  const { database } = loadDatabaseConfig(values['database-url']);
+  if (database.kind === 'sqlite') {
+    // As backup does: renamed over the -wal (or the store, or its lock), the file would take every
+    // acknowledged write with it at the next crash. stdout too may have been redirected there.
+    const { storeFileProblem } = await import('./store/sqlite-own-files.js');
+    const problem = storeFileProblem(out === '-' ? process.stdout.fd : out, database.path);
+    if (problem !== undefined) throw new Error(`cannot export to ${out === '-' ? 'stdout' : out}: ${problem}`);
+  }
   const { runExport } = await import('./transfer/export.js');
   await withOpenedStore(
     values['database-url'],

@@ -3,6 +3,7 @@ import { closeSync, existsSync, fsyncSync, linkSync, openSync, realpathSync, ren
 import { basename, dirname, join, resolve } from 'node:path';
 import Database from './sqlite-driver.js';
 import { named, openFailure } from './sqlite-errors.js';
+import { storeFileProblem } from './sqlite-own-files.js';
 
 export interface BackupOptions {
   /** Replace `out` if it exists (never the store itself or one of its companion files). */
@@ -53,9 +54,8 @@ function destination(out: string, store: string, force: boolean): string {
   } catch (error) {
     if (errno(error) !== 'ENOENT') throw new Error(`cannot write the backup to ${path}: ${(error as Error).message}`);
   }
-  if ([store, `${store}-wal`, `${store}-shm`, `${store}-journal`, `${store}.lock`].includes(target)) {
-    throw new Error(`cannot write the backup to ${path}: that is the store ${store} or a file it keeps beside it`);
-  }
+  const own = storeFileProblem(out, store);
+  if (own !== undefined) throw new Error(`cannot write the backup to ${path}: ${own}`);
   const existing = statSync(target, { throwIfNoEntry: false });
   if (existing?.isDirectory()) throw new Error(`cannot write the backup to ${path}: it is a directory; name a file in it`);
   // Renaming the copy over a device or a pipe would replace it with a plain file (/dev/null, for root).

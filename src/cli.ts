@@ -12,7 +12,7 @@ import { processLogger } from './logger.js';
 import { openStore, openTransferStore, type OpenOptions } from './store/open.js';
 import type { Store } from './store/store.js';
 import { parseDuration } from './domain/duration.js';
-import { issueToken, REVOCATION_WITHIN_MS, TokenRequestError, tokenStatus as status } from './tokens.js';
+import { issueToken, parseTokenId, REVOCATION_WITHIN_MS, TOKEN_ID_MAX, TokenRequestError, tokenStatus as status } from './tokens.js';
 
 /** A mistake in how the command was called: message on stderr, exit code 2. */
 class UsageError extends Error {}
@@ -363,9 +363,11 @@ async function tokenRevoke(args: string[]): Promise<void> {
   const { values, positionals } = parse(args, DATABASE_OPTION, true);
   if (values.help) return void console.log(HELP.token);
   const [id, ...extra] = positionals;
-  if (id === undefined || extra.length > 0 || !/^[1-9]\d{0,15}$/.test(id)) throw new UsageError('token revoke needs one token ID (see "token list")');
-  const revoked = await withStore(values['database-url'], (store) => store.revokeToken(Number(id)));
-  if (!revoked) throw new Error(`no active token with ID ${id}`);
+  if (id === undefined || extra.length > 0 || !/^[1-9]\d*$/.test(id)) throw new UsageError('token revoke needs one token ID (see "token list")');
+  // Exactly, or not at all: an id past 2^53 - 1 would round to another token's.
+  const exact = parseTokenId(id);
+  const revoked = exact !== null && (await withStore(values['database-url'], (store) => store.revokeToken(exact)));
+  if (!revoked) throw new Error(`no active token with ID ${id}${exact === null ? ` (token ids end at ${TOKEN_ID_MAX})` : ''}`);
   console.log(`Revoked token ${id}. Running servers refuse it within ${REVOCATION_WITHIN_MS / 1000} seconds.`);
 }
 

@@ -292,6 +292,9 @@ async function backupCommand(args: string[]): Promise<void> {
   console.error(`using ${describeStore(database)}`);
   const { backupSqlite } = await import('./store/sqlite-backup.js');
   const copy = await backupSqlite(database.path, values.out, { force: values.force ?? false });
+  if (copy.removedTemporaries.length > 0) {
+    console.error(`removed what interrupted backups or exports had left beside ${copy.path}: ${copy.removedTemporaries.join(', ')}`);
+  }
   console.log(`Backed up ${describeStore(database)} to ${copy.path}: ${copy.bytes} bytes, ${copy.plants} plants, integrity_check ok.`);
 }
 

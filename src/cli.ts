@@ -110,13 +110,15 @@ To restore: stop the server, then point DATABASE_URL at the copy, or move the co
   export: `Usage: plantstore export [--out FILE] [--force] [--database-url URL]
 
   --out FILE          Where to write; default (or -): stdout, which must not be a terminal
-  --force             Replace FILE if it exists (a pipe or a device, such as /dev/null, is written into)
+  --force             Replace FILE if it exists (a pipe or a device, such as /dev/null, is written into);
+                      never the SQLite store itself or its -wal, -shm, -journal or .lock
   --database-url URL  The store to export; default: DATABASE_URL, else sqlite:./data/plantstore.db
 
 Writes every plant (with its owner and exact id), token (its hash; no secret exists), webhook endpoint
 (with its signing secret) and pending webhook event, in creation order, from one snapshot: NDJSON with a
 header line. FILE appears only once complete and on disk, with mode 0600: it holds webhook secrets, so
-keep it as private as the store. The store may serve requests meanwhile. The summary goes to stderr.
+keep it as private as the store, and out of version control. The store may serve requests meanwhile.
+The summary goes to stderr.
 See README "Moving between stores (export and import)".`,
   import: `Usage: plantstore import FILE [--skip-conflicts] [--database-url URL]
 

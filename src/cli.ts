@@ -12,7 +12,7 @@ import { processLogger } from './logger.js';
 import { openStore, openTransferStore, type OpenOptions } from './store/open.js';
 import type { Store } from './store/store.js';
 import { parseDuration } from './domain/duration.js';
-import { issueToken, REVOCATION_WITHIN_MS, TokenRequestError, tokenStatus as status } from './tokens.js';
+import { issueToken, parseTokenId, REVOCATION_WITHIN_MS, TOKEN_ID_MAX, TokenRequestError, tokenStatus as status } from './tokens.js';
 
 /** A mistake in how the command was called: message on stderr, exit code 2. */
 class UsageError extends Error {}
@@ -110,13 +110,15 @@ To restore: stop the server, then point DATABASE_URL at the copy, or move the co
   export: `Usage: plantstore export [--out FILE] [--force] [--database-url URL]
 
   --out FILE          Where to write; default (or -): stdout, which must not be a terminal
-  --force             Replace FILE if it exists (a pipe or a device, such as /dev/null, is written into)
+  --force             Replace FILE if it exists (a pipe or a device, such as /dev/null, is written into);
+                      never the SQLite store itself or its -wal, -shm, -journal or .lock
   --database-url URL  The store to export; default: DATABASE_URL, else sqlite:./data/plantstore.db
 
 Writes every plant (with its owner and exact id), token (its hash; no secret exists), webhook endpoint
 (with its signing secret) and pending webhook event, in creation order, from one snapshot: NDJSON with a
 header line. FILE appears only once complete and on disk, with mode 0600: it holds webhook secrets, so
-keep it as private as the store. The store may serve requests meanwhile. The summary goes to stderr.
+keep it as private as the store, and out of version control. The store may serve requests meanwhile.
+The summary goes to stderr.
 See README "Moving between stores (export and import)".`,
   import: `Usage: plantstore import FILE [--skip-conflicts] [--database-url URL]
 
@@ -292,6 +294,9 @@ async function backupCommand(args: string[]): Promise<void> {
   console.error(`using ${describeStore(database)}`);
   const { backupSqlite } = await import('./store/sqlite-backup.js');
   const copy = await backupSqlite(database.path, values.out, { force: values.force ?? false });
+  if (copy.removedTemporaries.length > 0) {
+    console.error(`removed what interrupted backups or exports had left beside ${copy.path}: ${copy.removedTemporaries.join(', ')}`);
+  }
   console.log(`Backed up ${describeStore(database)} to ${copy.path}: ${copy.bytes} bytes, ${copy.plants} plants, integrity_check ok.`);
 }
 
@@ -361,9 +366,11 @@ async function tokenRevoke(args: string[]): Promise<void> {
   const { values, positionals } = parse(args, DATABASE_OPTION, true);
   if (values.help) return void console.log(HELP.token);
   const [id, ...extra] = positionals;
-  if (id === undefined || extra.length > 0 || !/^[1-9]\d{0,15}$/.test(id)) throw new UsageError('token revoke needs one token ID (see "token list")');
-  const revoked = await withStore(values['database-url'], (store) => store.revokeToken(Number(id)));
-  if (!revoked) throw new Error(`no active token with ID ${id}`);
+  if (id === undefined || extra.length > 0 || !/^[1-9]\d*$/.test(id)) throw new UsageError('token revoke needs one token ID (see "token list")');
+  // Exactly, or not at all: an id past 2^53 - 1 would round to another token's.
+  const exact = parseTokenId(id);
+  const revoked = exact !== null && (await withStore(values['database-url'], (store) => store.revokeToken(exact)));
+  if (!revoked) throw new Error(`no active token with ID ${id}${exact === null ? ` (token ids end at ${TOKEN_ID_MAX})` : ''}`);
   console.log(`Revoked token ${id}. Running servers refuse it within ${REVOCATION_WITHIN_MS / 1000} seconds.`);
 }
 
@@ -494,6 +501,14 @@ async function exportCommand(args: string[]): Promise<void> {
   if (out === '') throw new UsageError('--out needs a file name (or - for stdout)');
   if (out === '-' && process.stdout.isTTY) {
     throw new UsageError('export writes the whole store, webhook secrets included, to stdout: redirect it to a file, or give --out FILE');
+  }
+  const { database } = loadDatabaseConfig(values['database-url']);
+  if (database.kind === 'sqlite') {
+    // As backup does: renamed over the -wal (or the store, or its lock), the file would take every
+    // acknowledged write with it at the next crash. stdout too may have been redirected there.
+    const { storeFileProblem } = await import('./store/sqlite-own-files.js');
+    const problem = storeFileProblem(out === '-' ? process.stdout.fd : out, database.path);
+    if (problem !== undefined) throw new Error(`cannot export to ${out === '-' ? 'stdout' : out}: ${problem}`);
   }
   const { runExport } = await import('./transfer/export.js');
   await withOpenedStore(

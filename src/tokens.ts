@@ -11,6 +11,34 @@ const TOKEN_BYTES = 32; // 256 bits of entropy
  */
 export const REVOCATION_WITHIN_MS = 5000;
 
+/**
+ * Token ids are 1 to 2^53 - 1: every JSON reader (a JavaScript number above all) holds each exactly, so
+ * `token list`, GET /tokens and the rate-limit key never show two tokens as one, and a revoke names one
+ * token. The store refuses to give a token an id past it (migrations 007_token_id_bound); a revoke naming a larger id
+ * finds no token, since rounding it would name another.
+ */
+export const TOKEN_ID_MAX = Number.MAX_SAFE_INTEGER;
+
+/**
+ * The largest token id an import keeps (2^52): new tokens are numbered after the imported ones, so an
+ * imported id near TOKEN_ID_MAX would leave the store unable to create any. 2^52 ids remain above it.
+ */
+export const TOKEN_ID_IMPORT_MAX = 2 ** 52;
+
+const TOKEN_ID = /^[1-9]\d{0,15}$/;
+
+/**
+ * The token id `text` (decimal, as `token list` shows it) names, or null when it names none: not an id,
+ * or past TOKEN_ID_MAX, which as a number would round to another token's id (2^53 + 1 is 2^53).
+ */
+export function parseTokenId(text: string): number | null {
+  if (!TOKEN_ID.test(text) || BigInt(text) > BigInt(TOKEN_ID_MAX)) return null;
+  return Number(text);
+}
+
+/** Names the store's refusal to pass TOKEN_ID_MAX (the SQLite trigger's message, the PostgreSQL constraint). */
+const ID_GUARD = 'tokens_id_at_most_9007199254740991';
+
 export function generateToken(): string {
   return TOKEN_PREFIX + randomBytes(TOKEN_BYTES).toString('base64url');
 }
@@ -73,6 +101,13 @@ export async function issueToken(store: Store, req: TokenRequest): Promise<{ sec
     // One instant for both, so that expiresAt - createdAt is exactly the lifetime asked for.
     createdAt: new Date(now),
     expiresAt: req.expiresInMs === undefined ? null : new Date(now + req.expiresInMs),
+  }).catch((error: unknown) => {
+    if (!(error instanceof Error) || !error.message.includes(ID_GUARD)) throw error;
+    throw new Error(
+      `no token id is left: token ids end at ${TOKEN_ID_MAX} (2^53 - 1, so that every client reads them exactly), and this ` +
+        'store has given out the last one (an import of a very large id, by an earlier version, can lead there)',
+      { cause: error },
+    );
   });
   return { secret, record };
 }

@@ -357,7 +357,7 @@ export interface components {
         };
         /** @description A new token's record with its secret (shown once) */
         CreatedToken: {
-            /** @description The token id, as `token list` shows it and DELETE /tokens/{id} takes it */
+            /** @description The token id, as `token list` shows it and DELETE /tokens/{id} takes it; at most 2^53 - 1, so a JSON number holds it exactly */
             id: number;
             /** @description The user it acts for */
             user: string;
@@ -390,7 +390,7 @@ export interface components {
         };
         /** @description A token's record: never its secret, nor its hash */
         Token: {
-            /** @description The token id, as `token list` shows it and DELETE /tokens/{id} takes it */
+            /** @description The token id, as `token list` shows it and DELETE /tokens/{id} takes it; at most 2^53 - 1, so a JSON number holds it exactly */
             id: number;
             /** @description The user it acts for */
             user: string;

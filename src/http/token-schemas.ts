@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { SCOPES, type Scope } from '../domain/principal.js';
 import { DURATION } from '../domain/duration.js';
+import { TOKEN_ID_MAX } from '../tokens.js';
 
 /**
  * The schemas of the /tokens routes, published under components.schemas (see schemas.ts). Responses are
@@ -52,7 +53,7 @@ export type NewTokenBody = Static<typeof NewTokenSchema>;
 const DateTime = (description: string) => Type.String({ format: 'date-time', description });
 
 const TOKEN_FIELDS = {
-  id: Type.Integer({ minimum: 1, description: 'The token id, as `token list` shows it and DELETE /tokens/{id} takes it' }),
+  id: Type.Integer({ minimum: 1, maximum: TOKEN_ID_MAX, description: 'The token id, as `token list` shows it and DELETE /tokens/{id} takes it; at most 2^53 - 1, so a JSON number holds it exactly' }),
   user: Type.String({ description: 'The user it acts for' }),
   scopes: Type.Array(ScopeSchema),
   admin: Type.Boolean(),

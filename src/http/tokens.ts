@@ -3,16 +3,13 @@ import { Type } from 'typebox';
 import { parseDuration } from '../domain/duration.js';
 import type { Principal } from '../domain/principal.js';
 import type { Store, TokenRecord } from '../store/store.js';
-import { issueToken, TokenRequestError, tokenStatus } from '../tokens.js';
+import { issueToken, parseTokenId, TokenRequestError, tokenStatus } from '../tokens.js';
 import { REALM, type AuthSteps } from './auth.js';
 import type { Hook } from './auth/authenticate.js';
 import { ApiError, ERRORS } from './errors.js';
 import { AUTHENTICATION_ERRORS } from './plants.js';
 import { BODY_ERRORS, errorResponses, ref, SECURITY, TAG } from './schemas.js';
 import { NEW_TOKEN_FIELDS, type CreatedTokenView, type NewTokenBody, type TokenView } from './token-schemas.js';
-
-/** What `token revoke` takes: a token id is a positive integer that a JavaScript number holds exactly. */
-const TOKEN_ID = /^[1-9]\d{0,15}$/;
 
 const TokenParams = Type.Object({
   // No constraint here: a schema failure on a path parameter would be answered 40004 (a plant id); an id
@@ -166,9 +163,10 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<TokenRoutesOptions> = async 
       },
     },
     async (request, reply) => {
-      const { id } = request.params;
+      // Exactly, or not at all: an id past 2^53 - 1 would round to another token's.
+      const id = parseTokenId(request.params.id);
       // One statement checks the owner and revokes: unknown, another user's and already revoked are alike.
-      if (!TOKEN_ID.test(id) || !(await store.revokeToken(Number(id), ownerOf(request.principal)))) {
+      if (id === null || !(await store.revokeToken(id, ownerOf(request.principal)))) {
         throw new ApiError(ERRORS.tokenNotFound);
       }
       return reply.code(204).send(null);

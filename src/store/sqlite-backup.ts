@@ -1,8 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, linkSync, openSync, realpathSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import Database from './sqlite-driver.js';
 import { named, openFailure } from './sqlite-errors.js';
+import { storeFileProblem } from './sqlite-own-files.js';
+import { removeStaleTemporaries, temporaryPath } from './temporary-files.js';
 
 export interface BackupOptions {
   /** Replace `out` if it exists (never the store itself or one of its companion files). */
@@ -14,6 +15,8 @@ export interface BackupResult {
   readonly path: string;
   readonly bytes: number;
   readonly plants: number;
+  /** Temporary files that backups or exports killed before they could remove them had left beside `path`, now removed. */
+  readonly removedTemporaries: readonly string[];
 }
 
 function errno(error: unknown): string | undefined {
@@ -53,9 +56,8 @@ function destination(out: string, store: string, force: boolean): string {
   } catch (error) {
     if (errno(error) !== 'ENOENT') throw new Error(`cannot write the backup to ${path}: ${(error as Error).message}`);
   }
-  if ([store, `${store}-wal`, `${store}-shm`, `${store}-journal`, `${store}.lock`].includes(target)) {
-    throw new Error(`cannot write the backup to ${path}: that is the store ${store} or a file it keeps beside it`);
-  }
+  const own = storeFileProblem(out, store);
+  if (own !== undefined) throw new Error(`cannot write the backup to ${path}: ${own}`);
   const existing = statSync(target, { throwIfNoEntry: false });
   if (existing?.isDirectory()) throw new Error(`cannot write the backup to ${path}: it is a directory; name a file in it`);
   // Renaming the copy over a device or a pipe would replace it with a plain file (/dev/null, for root).
@@ -80,6 +82,7 @@ function fsyncPath(path: string, flags = 'r'): void {
  * own: rollback-journal mode, one file, checked with `PRAGMA integrity_check`, synced, then renamed into
  * place. Until then it is a hidden temporary file next to `out` (readable by its owner only, since it
  * holds token hashes and webhook secrets), removed if anything fails: `out` is never half written.
+ * Those a killed backup or export left in that directory are removed first (temporary-files.ts).
  *
  * The store is opened as the CLI's other commands open it, without the server's lock; in WAL mode a
  * reader neither waits for the server's writes nor holds them up.
@@ -93,7 +96,8 @@ export async function backupSqlite(path: string, out: string, { force = false }:
   } catch (error) {
     throw openFailure(path, store, error);
   }
-  const temporary = join(dirname(final), `.${basename(final)}.${randomBytes(6).toString('hex')}.tmp`);
+  const removedTemporaries = removeStaleTemporaries(dirname(final));
+  const temporary = temporaryPath(final);
   let plants: number;
   try {
     // Created empty here, so that its mode is ours; SQLite takes an empty file as a new database.
@@ -128,7 +132,7 @@ export async function backupSqlite(path: string, out: string, { force = false }:
   }
   // The copy is in place; the rename is durable once its directory is.
   fsyncPath(dirname(final));
-  return { path: final, bytes: statSync(final).size, plants };
+  return { path: final, bytes: statSync(final).size, plants, removedTemporaries };
 }
 
 /** Gives `temporary` the name `final` unless a file took that name meanwhile (then EEXIST). */

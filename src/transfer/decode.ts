@@ -4,6 +4,7 @@ import { isScope, SCOPES, userNameProblem, type Scope } from '../domain/principa
 import type {
   EndpointTransferRecord, EventTransferRecord, PlantRecord, TokenTransferRecord, TransferCounts,
 } from '../store/transfer.js';
+import { TOKEN_ID_IMPORT_MAX, TOKEN_ID_MAX } from '../tokens.js';
 import { descriptionProblem, endpointUrlProblem } from '../webhooks/register.js';
 import { COUNT_OF, FORMAT, KINDS, VERSION, type Header, type Kind } from './format.js';
 
@@ -154,10 +155,21 @@ function scopes(value: unknown): Scope[] {
   return value as Scope[];
 }
 
+/** Room is left for the tokens the store creates after the imported ones, up to TOKEN_ID_MAX (tokens.ts). */
+function tokenId(value: unknown): number {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value > TOKEN_ID_IMPORT_MAX) {
+    throw new Bad(
+      `"id" must be a whole number from 1 to ${TOKEN_ID_IMPORT_MAX} (2^52): new tokens are numbered after the imported ones, ` +
+        `and token ids end at ${TOKEN_ID_MAX}`,
+    );
+  }
+  return whole(value, 'id', 1, TOKEN_ID_IMPORT_MAX);
+}
+
 function token(o: Record<string, unknown>): TokenTransferRecord {
   exactly(o, ['type', 'id', 'hash', 'user', 'scopes', 'admin', 'name', 'createdAt', 'expiresAt', 'revokedAt']);
   return {
-    id: whole(o.id, 'id', 1, Number.MAX_SAFE_INTEGER),
+    id: tokenId(o.id),
     hash: matching(o.hash, 'hash', HASH),
     user: userName(o.user, 'user'),
     scopes: scopes(o.scopes),

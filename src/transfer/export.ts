@@ -59,7 +59,7 @@ export function describeCounts(c: TransferCounts): string {
  * export alone.
  */
 export async function runExport(store: TransferableStore, out: string, log: (line: string) => void, { force = false } = {}): Promise<void> {
-  const sink = out === '-' ? streamSink(process.stdout, 'stdout') : await fileSink(out, { force });
+  const sink = out === '-' ? streamSink(process.stdout, 'stdout') : await fileSink(out, { force, log });
   const summary = await exportStore(store, sink);
   log(`exported ${describeCounts(summary.counts)} to ${sink.name} in ${summary.seconds.toFixed(1)} s (snapshot of ${summary.exportedAt.toISOString()})`);
   if (summary.counts.webhooks > 0) {

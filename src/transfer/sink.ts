@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { open, rename, stat, unlink } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
+import { removeStaleTemporaries, temporaryPath } from '../store/temporary-files.js';
 
 /** Where an export goes: written in chunks, each awaited, so memory holds one chunk whatever the store's size. */
 export interface Sink {
@@ -46,12 +46,13 @@ function chunked(name: string, flush: (chunk: string) => Promise<void>, finish: 
  * A file, written under a temporary name beside it (mode 0600: it holds webhook secrets) and renamed
  * over `path` only once complete and on disk, so a failed or interrupted export never leaves a
  * truncated file under the name a restore would use. An existing file is replaced only with `force`.
+ * The temporary files that a killed export or backup left in that directory go first (`log` says which).
  *
  * A path that names something other than a regular file (a pipe, /dev/null, /dev/stdout) is written
  * into as it is: renaming over it would replace a device or a pipe with a plain file (run as root,
  * `--out /dev/null` used to leave every other process without a /dev/null).
  */
-export async function fileSink(path: string, { force = false } = {}): Promise<Sink> {
+export async function fileSink(path: string, { force = false, log = (_line: string): void => undefined } = {}): Promise<Sink> {
   const target = resolve(path);
   const existing = await stat(target).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return undefined;
@@ -70,7 +71,9 @@ export async function fileSink(path: string, { force = false } = {}): Promise<Si
     );
   }
   if (existing && !force) throw new Error(`${path} exists already; choose another file, or add --force to replace it`);
-  const temp = join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  const stale = removeStaleTemporaries(dirname(target));
+  if (stale.length > 0) log(`removed what interrupted exports or backups had left beside ${path}: ${stale.join(', ')}`);
+  const temp = temporaryPath(target);
   const handle = await open(temp, 'wx', 0o600);
   let closed = false;
   const close = async () => {

@@ -212,7 +212,7 @@ test('the sender checks the resolved address on every attempt, not only at regis
   const sender = new Sender({ timeoutMs: 1000, allowPrivate: false, userAgent: 'plantstore/test', connectionsPerOrigin: 1 });
   t.after(() => sender.close());
   const delivery = {
-    seq: 1, eventId: 'msg_x', endpointId: 'ep_x', secret: newWebhookSecret(), plantId: 1n, body: '{"id":1,"name":"a"}', attempt: 1,
+    seq: 1, eventId: 'msg_x', endpointId: 'ep_x', user: 'alice', secret: newWebhookSecret(), plantId: 1n, body: '{"id":1,"name":"a"}', attempt: 1,
   };
   for (const url of [`http://localhost:${rx.port}/`, `http://127.0.0.1:${rx.port}/`, `http://[::ffff:127.0.0.1]:${rx.port}/`]) {
     const result = await sender.send({ ...delivery, url });

@@ -296,6 +296,55 @@ test('an endpoint whose connections hang does not delay another endpoint', async
   await d.stop(Date.now() + 200);
 });
 
+test('one user\'s dead receivers, with a backlog, leave room: another user\'s event arrives while they still hang', async (t) => {
+  const { store } = await testStore(t);
+  // Alice has four endpoints and carol one, each on a receiver of its own that accepts and never answers,
+  // and both have a backlog older than bob's event.
+  const aliceDead = await Promise.all([1, 2, 3, 4].map(() => receiver(t, () => 'hang')));
+  for (const rx of aliceDead) await register(store, rx.url, 'alice');
+  const carolDead = await receiver(t, () => 'hang');
+  await register(store, carolDead.url, 'carol');
+  const live = await receiver(t);
+  await register(store, live.url, 'bob');
+  for (let i = 1; i <= 30; i++) {
+    await add(store, 'alice', { id: BigInt(i), name: `a${i}` });
+    await add(store, 'carol', { id: BigInt(100 + i), name: `c${i}` });
+  }
+  // No attempt ends before its 30 s timeout: whatever bob gets before then, he gets while the dead
+  // receivers hold every slot they may have.
+  const d = dispatcher(t, store, { webhookTimeoutMs: 30_000, webhookConcurrency: 16, webhookEndpointConcurrency: 4 });
+  const dead = [...aliceDead, carolDead];
+  const inFlight = () => dead.reduce((n, rx) => n + rx.received.length, 0);
+  await eventually(() => (inFlight() >= 10 ? true : undefined), 15_000, 'the dead receivers to hold requests');
+  await add(store, 'bob', { id: 1000n, name: 'b' });
+  // Before fairness, bob's event waited for a dead attempt to time out: this bound is below that timeout.
+  const [got] = await live.waitFor(1, 25_000);
+  assert.equal(got?.body, '{"id":1000,"name":"b"}');
+  const sent = dead.flatMap((rx) => rx.received.map((r) => r.headers['webhook-id']));
+  assert.equal(new Set(sent).size, sent.length, 'no dead attempt ended and was retried');
+  const alice = aliceDead.reduce((n, rx) => n + rx.received.length, 0);
+  assert.ok(alice <= 8, `alice's endpoints together hold at most half the slots (${alice})`);
+  assert.equal(carolDead.received.length, 4, 'carol\'s endpoint has its own cap in flight');
+  await d.stop(Date.now() + 200);
+});
+
+test('a retry starts when it is due, not at the next poll, while another endpoint\'s receiver is gone', async (t) => {
+  const { store } = await testStore(t);
+  const rx = await receiver(t, (_r, n) => (n === 1 ? 503 : 200));
+  await register(store, rx.url, 'alice');
+  // An admin's endpoint, which gets alice's plants too, on a port nothing listens on.
+  await register(store, `http://127.0.0.1:${await freePort()}/hook`, 'root', true);
+  // The poll, which finds what this instance cannot know of, is a minute away: the retry must not need it.
+  const d = dispatcher(t, store, { webhookRetryScheduleMs: [1000, 1000, 1000], pollIntervalMs: 60_000 });
+  await add(store, 'alice', { id: 1n, name: 'fern' });
+  // Due a second after the 503 (up to 10% later); the bound leaves a loaded machine many seconds more,
+  // and is far below the poll the old code waited for.
+  const got = await rx.waitFor(2, 15_000);
+  assert.equal(got[0]?.headers['webhook-id'], got[1]?.headers['webhook-id']);
+  assert.ok(got[1]!.at - got[0]!.at >= 990, `retried after ${got[1]!.at - got[0]!.at} ms, before it was due`);
+  await d.stop(Date.now() + 1000);
+});
+
 test('stop: attempts in flight finish before the deadline; the rest are released and delivered later', async (t) => {
   const { store } = await testStore(t);
   let slow = true;

@@ -10,7 +10,8 @@ import { Sender } from '../src/webhooks/sender.js';
 import { Writable } from 'node:stream';
 import pg from 'pg';
 import { createLogger } from '../src/logger.js';
-import { POSTGRES_URL, silentLogger, testStore, type TestStore } from './helpers.js';
+import { openStore } from '../src/store/open.js';
+import { POSTGRES_URL, silentLogger, testDatabase, testStore, type TestStore } from './helpers.js';
 import { eventually, freePort, receiver, sleep, type Received } from './webhook-receiver.js';
 
 /** Short everything, so that retries happen within a test. WEBHOOK_ALLOW_PRIVATE on: receivers are on loopback. */
@@ -429,5 +430,51 @@ test('a store that cannot record an attempt: logged once, and the event is attem
   assert.equal(list[0]?.state, 'delivered');
   assert.equal(lines.filter((l) => /failed/.test(l.msg)).length, 1, 'one warning for the outage');
   assert.ok(lines.some((l) => l.msg === 'webhook delivery resumed'));
+  await d.stop(Date.now() + 1000);
+});
+
+test('a retry is due its delay after the failed attempt ended, however long its result waited to be recorded', async (t) => {
+  const db = await testDatabase(t);
+  // Writes wait for a lock up to 20 s here (1 s in other tests): the recording waits instead of failing.
+  const store = await openStore(db.config, {
+    logger: silentLogger, poolSize: 5, startupTimeoutMs: 5000, queryTimeoutMs: 20_000, server: true,
+  });
+  t.after(() => store.close());
+  const first = await receiver(t, () => 'hang');
+  const failing = await receiver(t, (_r, n) => (n === 1 ? 'hang' : 200));
+  await register(store, first.url, 'alice');
+  const { endpoint } = await register(store, failing.url, 'alice');
+  const d = dispatcher(t, store, { webhookRetryScheduleMs: [5000] });
+  await add(store, 'alice', { id: 50n, name: 'a' });
+  await Promise.all([first.waitFor(1), failing.waitFor(1)]);
+  // The webhook bookkeeping cannot be written (on PostgreSQL, attempts cannot be inserted: a recording
+  // under way is held inside its transaction, and the next recording only starts after it).
+  let unlock: () => Promise<void>;
+  if (POSTGRES_URL) {
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    await client.query('BEGIN');
+    await client.query('LOCK TABLE webhook_attempts IN EXCLUSIVE MODE');
+    unlock = async () => {
+      await client.query('ROLLBACK');
+      await client.end();
+    };
+  } else {
+    unlock = await db.holdWriteLock();
+  }
+  // One result is being recorded (and waits for the lock) when the other attempt fails: a moment for its
+  // batch to go (were both in one batch, the test would only prove less, never fail wrongly).
+  first.answerHanging(200);
+  await sleep(200);
+  failing.answerHanging(503);
+  const failedAt = Date.now();
+  // The store stays unwritable for 2 s, then records both.
+  await sleep(2000);
+  await unlock();
+  const [attempt] = await attempts(store, endpoint.id, (n) => n >= 1);
+  assert.equal(attempt?.state, 'pending');
+  // Due 5 s after the 503 (up to 10% later); counted from the recording it would be 2 s later still.
+  const dueIn = attempt!.nextAttemptAt!.getTime() - failedAt;
+  assert.ok(dueIn >= 4900 && dueIn < 6500, `due ${dueIn} ms after the failed attempt`);
   await d.stop(Date.now() + 1000);
 });

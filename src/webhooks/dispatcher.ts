@@ -100,7 +100,7 @@ export class Dispatcher {
   readonly #due = new DueTimer(() => this.#wake());
 
   readonly #endpoints = new Map<string, EndpointState>();
-  /** Endpoints with events waiting while every global slot was taken, in the order they got stuck. */
+  /** Endpoints with events waiting while the slots, or their share of them, were taken: in the order they got stuck. */
   readonly #starved = new Set<EndpointState>();
   /** Events whose lease ran short while they waited: released in the next flush. */
   #expiring: ClaimedDelivery[] = [];

@@ -153,7 +153,7 @@ test('a claim holds an event for its lease; then it is due again with the next a
   assert.equal(again?.attempt, 2);
 });
 
-test('claims take the oldest due first, at most perEndpoint per endpoint and limit in all, skipping busy endpoints', async (t) => {
+test('claims take at most perEndpoint per endpoint and limit in all, skipping busy endpoints', async (t) => {
   const { store } = await setup(t);
   const a = await addWebhook(store, 'alice');
   const b = await addWebhook(store, 'bob');
@@ -181,6 +181,29 @@ test('one endpoint’s backlog of due events does not hold back another endpoint
   const claimed = await claim(store, { limit: 10, perEndpoint: 2 });
   assert.equal(claimed.length, 3);
   assert.deepEqual(claimed.filter((d) => d.endpointId === b.id).map((d) => d.body), ['{"id":1,"name":"b"}']);
+});
+
+test('a claim takes events in turns: each user\'s oldest first, a user\'s endpoints in turn, whatever the backlogs', async (t) => {
+  const { store } = await setup(t);
+  const a1 = await addWebhook(store, 'alice');
+  const a2 = await addWebhook(store, 'alice');
+  const b = await addWebhook(store, 'bob');
+  // Alice's backlog is older than anything of bob's, and each of her plants queues an event per endpoint.
+  for (let i = 1; i <= 20; i++) await store.createPlant('alice', { id: BigInt(i), name: `a${i}` });
+  for (let i = 1; i <= 3; i++) await store.createPlant('bob', { id: BigInt(i), name: `b${i}` });
+  const turn = (await claim(store, { limit: 2 })).sort(bySeq);
+  assert.deepEqual(turn.map((d) => [d.endpointId, d.user, d.body]), [
+    [a1.id, 'alice', '{"id":1,"name":"a1"}'],
+    [b.id, 'bob', '{"id":1,"name":"b1"}'],
+  ]);
+  // Then each user's next two turns: alice's other endpoint's oldest and her first endpoint's next; bob's two.
+  const next = (await claim(store, { limit: 4 })).sort(bySeq);
+  assert.deepEqual(next.map((d) => [d.endpointId, d.body]), [
+    [a2.id, '{"id":1,"name":"a1"}'],
+    [a1.id, '{"id":2,"name":"a2"}'],
+    [b.id, '{"id":2,"name":"b2"}'],
+    [b.id, '{"id":3,"name":"b3"}'],
+  ]);
 });
 
 test('recordAttempts: delivered, retry, failed, each with its attempt row, newest first', async (t) => {

@@ -54,6 +54,8 @@ export interface ClaimedDelivery {
   readonly seq: number;
   readonly eventId: string;
   readonly endpointId: string;
+  /** The user the endpoint belongs to (an admin's for an all-users endpoint): slots are shared fairly per user. */
+  readonly user: string;
   readonly url: string;
   readonly secret: string;
   readonly plantId: bigint;
@@ -68,7 +70,10 @@ export interface ClaimRequest {
   readonly instance: string;
   /** At most this many events in all. */
   readonly limit: number;
-  /** At most this many events of one endpoint. */
+  /**
+   * At most this many events of one endpoint. Within `limit`, events are taken in turns: each user's
+   * oldest due event first (its endpoints in turn), then each user's second, and so on.
+   */
   readonly perEndpoint: number;
   /** Endpoints to skip: this instance already has as many of their events in flight as it allows. */
   readonly busy: readonly string[];

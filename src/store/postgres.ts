@@ -16,6 +16,7 @@ import {
   type TokenRecord, type WebhookBacklog,
 } from './store.js';
 import { PostgresTransfer } from './postgres-transfer.js';
+import { POSTGRES_CLAIM } from './webhook-claim.js';
 import type { StoreTransfer, TransferableStore } from './transfer.js';
 
 export interface PostgresOptions {
@@ -756,36 +757,13 @@ class PostgresStore implements TransferableStore {
     }]));
   }
 
-  /**
-   * One statement. Due rows are locked FOR UPDATE SKIP LOCKED, so a row another instance is claiming
-   * right now is passed over; a row it claimed a moment ago is rechecked when locked and is no longer
-   * due (its next_attempt_at is the lease's end). Then at most `perEndpoint` per endpoint, `limit` in all.
-   */
+  /** One statement, in turns across users and endpoints (see webhook-claim.ts, also for its locking). */
   async claimDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]> {
     if (request.limit <= 0 || request.perEndpoint <= 0) return [];
-    const { rows } = await this.#query<ClaimRow & { attempts: number }>(
-      'webhook_claim',
-      // Per endpoint, its oldest due events (an index range of webhook_deliveries_due each), so that one
-      // endpoint's backlog cannot hide the others' events from the claim. Rows locked here but not picked
-      // by the outer LIMIT are unlocked when the statement ends.
-      `WITH picked AS (
-         SELECT d.seq, d.next_attempt_at FROM webhook_endpoints e
-         CROSS JOIN LATERAL (
-           SELECT seq, next_attempt_at FROM webhook_deliveries
-           WHERE endpoint_id = e.id AND state = 'pending' AND next_attempt_at <= now()
-           ORDER BY next_attempt_at, seq LIMIT $3
-           FOR UPDATE SKIP LOCKED
-         ) d
-         WHERE e.disabled_at IS NULL AND e.id <> ALL($2::text[])
-         ORDER BY d.next_attempt_at, d.seq LIMIT $4
-       )
-       UPDATE webhook_deliveries d
-       SET attempts = d.attempts + 1, next_attempt_at = now() + $5::float8 * interval '1 millisecond', leased_by = $1
-       FROM picked p, webhook_endpoints e
-       WHERE d.seq = p.seq AND e.id = d.endpoint_id
-       RETURNING d.seq, d.event_id, d.endpoint_id, e.url, e.secret, d.plant_id, d.body, d.attempts`,
-      [request.instance, request.busy, request.perEndpoint, request.limit, request.leaseMs],
-    );
+    // No endpoint gets more than the whole claim: a longer range per endpoint is read for nothing.
+    const perEndpoint = Math.min(request.perEndpoint, request.limit);
+    const { rows } = await this.#query<ClaimRow & { attempts: number }>('webhook_claim', POSTGRES_CLAIM,
+      [request.instance, request.busy, perEndpoint, request.limit, request.leaseMs]);
     return rows.map((r) => claimedOf(r, r.attempts)).sort((a, b) => a.seq - b.seq);
   }
 

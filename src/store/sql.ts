@@ -173,6 +173,7 @@ export interface ClaimRow {
   readonly seq: number | string;
   readonly event_id: string;
   readonly endpoint_id: string;
+  readonly username: string;
   readonly url: string;
   readonly secret: string;
   readonly plant_id: string;
@@ -184,6 +185,7 @@ export function claimedOf(row: ClaimRow, attempt: number): ClaimedDelivery {
     seq: Number(row.seq),
     eventId: row.event_id,
     endpointId: row.endpoint_id,
+    user: row.username,
     url: row.url,
     secret: row.secret,
     plantId: BigInt(row.plant_id),

@@ -1,6 +1,7 @@
 import type Database from './sqlite-driver.js';
 import type { NewPlant } from '../domain/plant.js';
 import { claimedOf, type ClaimRow } from './sql.js';
+import { SQLITE_DUE } from './webhook-claim.js';
 import {
   webhookBody,
   type AttemptResult, type ClaimedDelivery, type ClaimRequest, type DeliveryAttempt, type DeliveryState,
@@ -117,18 +118,8 @@ export class SqliteWebhooks {
        FROM webhook_attempts WHERE endpoint_id = ? ORDER BY seq DESC LIMIT ?`,
     );
     // Due: pending, its time come (a live claim's time is its lease's end), its endpoint enabled and not
-    // busy here. Each endpoint's first perEndpoint due events come from the index (endpoint, due time),
-    // so a claim reads at most perEndpoint events per endpoint, not a backlog; then the oldest due first.
-    this.#due = db.prepare(
-      `SELECT d.seq, d.event_id, d.endpoint_id, e.url, e.secret, CAST(d.plant_id AS TEXT) AS plant_id, d.body, d.attempts
-       FROM webhook_endpoints e JOIN webhook_deliveries d ON d.seq IN (
-         SELECT x.seq FROM webhook_deliveries x
-         WHERE x.endpoint_id = e.id AND x.state = 'pending' AND x.next_attempt_at <= @now
-         ORDER BY x.next_attempt_at, x.seq LIMIT @perEndpoint
-       )
-       WHERE e.disabled_at IS NULL AND e.id NOT IN (SELECT value FROM json_each(@busy))
-       ORDER BY d.next_attempt_at, d.seq LIMIT @limit`,
-    );
+    // busy here; in turns across users and endpoints (webhook-claim.ts).
+    this.#due = db.prepare(SQLITE_DUE);
     this.#lease = db.prepare('UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ?, leased_by = ? WHERE seq = ?');
     // Only under this instance's live claim of this attempt: a result that comes back after the lease
     // ended and another instance claimed the event again must not overwrite that claim.
@@ -202,7 +193,9 @@ export class SqliteWebhooks {
 
   claim(request: ClaimRequest, now: number): ClaimedDelivery[] {
     if (request.limit <= 0 || request.perEndpoint <= 0) return [];
-    const due = this.#due.all({ now, busy: JSON.stringify(request.busy), perEndpoint: request.perEndpoint, limit: request.limit });
+    // No endpoint gets more than the whole claim: a longer range per endpoint is read for nothing.
+    const perEndpoint = Math.min(request.perEndpoint, request.limit);
+    const due = this.#due.all({ now, busy: JSON.stringify(request.busy), perEndpoint, limit: request.limit });
     const leaseEnd = now + request.leaseMs;
     return due.map((r) => {
       this.#lease.run(leaseEnd, request.instance, r.seq);

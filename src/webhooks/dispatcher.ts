@@ -4,7 +4,10 @@ import type { Config } from '../config.js';
 import type { AttemptResult, ClaimedDelivery } from '../domain/webhook.js';
 import type { Store } from '../store/store.js';
 import { onEndpointDeleted } from './deletions.js';
-import { Sender, type SendResult } from './sender.js';
+import { DueTimer } from './due-timer.js';
+import { outcomeOf, toRecord, type Finished } from './outcome.js';
+import { Sender } from './sender.js';
+import { Slots } from './slots.js';
 
 /** The configuration rows the dispatcher runs on. */
 export type DispatcherSettings = Pick<
@@ -14,7 +17,7 @@ export type DispatcherSettings = Pick<
 > & {
   /** `plantstore/<version>`. */
   readonly userAgent: string;
-  /** How often due events are looked for without a wake-up (retries, other instances' events, expired claims). */
+  /** How often due events are looked for without a wake-up (other instances' events and retries, expired claims). */
   readonly pollIntervalMs?: number;
   /** How often delivered and failed events past WEBHOOK_RETENTION are removed. */
   readonly sweepIntervalMs?: number;
@@ -45,8 +48,6 @@ const RECORD_DELAY_MS = 20;
 const RECORD_BATCH = 256;
 /** An event that waited so long that its attempt might outlast its lease is released, not started. */
 const START_MARGIN_MS = 5000;
-/** Retry delays are lengthened by up to this fraction, so that failures at one moment do not retry in step. */
-const JITTER = 0.1;
 
 /** The reason the dispatcher aborts attempts at the shutdown deadline (the sender's own timeout has another). */
 const SHUTDOWN = Symbol('shutdown');
@@ -54,6 +55,8 @@ const SHUTDOWN = Symbol('shutdown');
 /** Events of one endpoint held by this instance: in flight, and claimed but waiting for a free slot. */
 interface EndpointState {
   readonly id: string;
+  /** The endpoint's user: its slots count towards that user's share (slots.ts). */
+  readonly user: string;
   active: number;
   /** The store may have more of its events due: it was left out of a claim, or a claim took its maximum. */
   more: boolean;
@@ -70,13 +73,16 @@ interface Waiting {
  * Delivers the events the store queues (the transactional outbox): claims due events under a lease,
  * sends one attempt each (sender.ts), and records how each ended, in batches.
  *
- * - Bounded: at most WEBHOOK_CONCURRENCY attempts in flight in all, and at most
- *   WEBHOOK_ENDPOINT_CONCURRENCY per endpoint. Claimed events beyond an endpoint's free slots wait locally;
- *   an endpoint with a full round waiting is left out of claims (`busy`), so a dead or slow receiver ties
- *   up its own slots and its own queue only, and never delays the others.
- * - Prompt: the store wakes the dispatcher after a commit that queued events; a poll finds the rest
- *   (retries coming due, expired claims of a dead instance, other instances' creates). One claim at a time;
- *   when a claim came back full there may be more, so another follows as slots free up.
+ * - Bounded and fair: at most WEBHOOK_CONCURRENCY attempts in flight in all, at most
+ *   WEBHOOK_ENDPOINT_CONCURRENCY per endpoint, and no endpoint or user holding more than are left free
+ *   (slots.ts). Claims take due events in turns across users and endpoints (the store's order). Claimed
+ *   events beyond an endpoint's room wait locally; an endpoint with a full round waiting is left out of
+ *   claims (`busy`) and its waiting events do not shrink the claims of others, so a dead or slow receiver
+ *   ties up its own share and its own queue only, and never delays the others.
+ * - Prompt: the store wakes the dispatcher after a commit that queued events; a timer wakes it when a
+ *   retry it scheduled comes due (due-timer.ts); a poll finds the rest (expired claims of a dead instance,
+ *   other instances' events). One claim at a time; when a claim came back full there may be more, so
+ *   another follows as slots free up.
  * - At least once: an event is recorded only after its attempt. If recording fails (the store is down), the
  *   claims expire and the events are attempted again; on shutdown, whatever was claimed and not attempted
  *   is released.
@@ -90,9 +96,11 @@ export class Dispatcher {
   readonly #log: Logger;
   readonly #sender: Sender;
   readonly #leaseMs: number;
+  readonly #slots: Slots;
+  readonly #due = new DueTimer(() => this.#wake());
 
   readonly #endpoints = new Map<string, EndpointState>();
-  /** Endpoints with events waiting while every global slot was taken, in the order they got stuck. */
+  /** Endpoints with events waiting while the slots, or their share of them, were taken: in the order they got stuck. */
   readonly #starved = new Set<EndpointState>();
   /** Events whose lease ran short while they waited: released in the next flush. */
   #expiring: ClaimedDelivery[] = [];
@@ -113,7 +121,7 @@ export class Dispatcher {
   /** The last claim came back full: more may be due, so claim again as slots free up. */
   #backlog = false;
 
-  #results: AttemptResult[] = [];
+  #results: Finished[] = [];
   #flushTimer: NodeJS.Timeout | undefined;
   #flushNow = false;
   #recording: Promise<void> | null = null;
@@ -132,6 +140,7 @@ export class Dispatcher {
     this.#settings = settings;
     this.#log = logger.child({ component: 'webhooks' });
     this.#leaseMs = 2 * settings.webhookTimeoutMs + LEASE_MARGIN_MS;
+    this.#slots = new Slots(settings.webhookConcurrency, settings.webhookEndpointConcurrency);
     this.#sender = new Sender({
       timeoutMs: settings.webhookTimeoutMs,
       allowPrivate: settings.webhookAllowPrivate,
@@ -167,6 +176,7 @@ export class Dispatcher {
     clearInterval(this.#poll);
     clearInterval(this.#sweep);
     clearTimeout(this.#claimTimer);
+    this.#due.stop();
     if (this.#started) this.#store.onEventsQueued(() => undefined);
     this.#stopListening?.();
     let timer: NodeJS.Timeout | undefined;
@@ -222,12 +232,20 @@ export class Dispatcher {
     this.#claimDone = this.#claim();
   }
 
-  /** Endpoints this instance will not take more of now: a full round of their events waits already. */
-  #busy(): string[] {
+  /**
+   * Endpoints this instance will not take more of now: a full round of their events waits already. With
+   * how many events wait for them: those do not count against what a claim may take for the others.
+   */
+  #busy(): { ids: string[]; waiting: number } {
     const cap = this.#settings.webhookEndpointConcurrency;
-    const busy: string[] = [];
-    for (const [id, state] of this.#endpoints) if (state.waiting.length >= cap) busy.push(id);
-    return busy;
+    const ids: string[] = [];
+    let waiting = 0;
+    for (const [id, state] of this.#endpoints) {
+      if (state.waiting.length < cap) continue;
+      ids.push(id);
+      waiting += state.waiting.length;
+    }
+    return { ids, waiting };
   }
 
   async #claim(): Promise<void> {
@@ -235,14 +253,16 @@ export class Dispatcher {
     this.#claimAgain = false;
     try {
       const concurrency = this.#settings.webhookConcurrency;
-      const limit = Math.min(concurrency - this.#inFlight.size, HELD_FACTOR * concurrency - this.#held.size);
+      // Busy endpoints' waiting events are left out of the bound on what is held: were they counted, a few
+      // stuck endpoints' queues would stop every claim, and with them every other endpoint's events.
+      const { ids: busy, waiting } = this.#busy();
+      const limit = Math.min(concurrency - this.#inFlight.size, HELD_FACTOR * concurrency - (this.#held.size - waiting));
       if (limit <= 0) {
         // Full: claim again as soon as an attempt ends.
         this.#backlog = true;
         return;
       }
       const perEndpoint = this.#settings.webhookEndpointConcurrency * CLAIM_ROUNDS;
-      const busy = this.#busy();
       const claimedAt = Date.now();
       this.#lastClaim = claimedAt;
       const claimed = await this.#store.claimDeliveries({
@@ -254,7 +274,7 @@ export class Dispatcher {
       for (const delivery of claimed) {
         this.#held.add(delivery);
         counts.set(delivery.endpointId, (counts.get(delivery.endpointId) ?? 0) + 1);
-        this.#endpoint(delivery.endpointId).waiting.push({ delivery, startBy });
+        this.#endpoint(delivery).waiting.push({ delivery, startBy });
       }
       // Full in all, or for one endpoint, or endpoints left out as busy: the store may have more due, to
       // claim as soon as there is room for it (rather than at the next poll).
@@ -286,26 +306,27 @@ export class Dispatcher {
     if (state.active === 0) this.#endpoints.delete(endpointId);
   }
 
-  #endpoint(id: string): EndpointState {
+  #endpoint({ endpointId: id, user }: ClaimedDelivery): EndpointState {
     let state = this.#endpoints.get(id);
     if (!state) {
-      state = { id, active: 0, more: false, waiting: [] };
+      state = { id, user, active: 0, more: false, waiting: [] };
       this.#endpoints.set(id, state);
     }
     return state;
   }
 
   /**
-   * Starts the endpoint's waiting events while it and the instance have free slots. When the instance's
-   * slots ran out first, the endpoint is noted and started again when one frees up (#attempt).
+   * Starts the endpoint's waiting events while it may take slots (slots.ts). When the instance's slots,
+   * or its share of them, stopped it, the endpoint is noted and pumped again when one frees up (#attempt).
    */
   #pump(endpointId: string): void {
     const state = this.#endpoints.get(endpointId);
     if (!state) return;
-    const cap = this.#settings.webhookEndpointConcurrency;
     const now = Date.now();
-    while (state.active < cap && state.waiting.length > 0 && !this.#stopping) {
-      if (this.#inFlight.size >= this.#settings.webhookConcurrency) {
+    while (state.waiting.length > 0 && !this.#stopping) {
+      const stop = this.#slots.check(state.active, state.user);
+      if (stop === 'endpoint') break;
+      if (stop === 'instance') {
         this.#starved.add(state);
         return;
       }
@@ -315,6 +336,7 @@ export class Dispatcher {
         continue;
       }
       state.active++;
+      this.#slots.take(state.user);
       void this.#attempt(delivery, state);
     }
     this.#starved.delete(state);
@@ -335,39 +357,28 @@ export class Dispatcher {
     const result = await this.#sender.send(delivery, controller);
     this.#inFlight.delete(controller);
     state.active--;
+    this.#slots.give(state.user);
     // Aborted by the shutdown deadline: released (attempt count as before), not counted as a failure.
     if (controller.signal.reason !== SHUTDOWN || result.status !== null) {
       this.#held.delete(delivery);
-      const outcome = this.#outcome(delivery, result, at);
-      this.#results.push(outcome);
-      this.#settings.observer?.attempted(outcome.outcome);
+      const finished = outcomeOf(delivery, result, at, this.#settings.webhookRetryScheduleMs, Date.now());
+      this.#results.push(finished);
+      this.#settings.observer?.attempted(finished.result.outcome);
       this.#scheduleFlush();
     }
     if (this.#inFlight.size === 0 && this.#idle) this.#idle();
-    this.#pump(delivery.endpointId);
-    // A global slot freed: endpoints that waited for one go first, oldest first.
+    // A slot freed: endpoints that waited for one go first, longest waiting first; then this one.
     for (const starved of this.#starved) {
-      if (this.#inFlight.size >= this.#settings.webhookConcurrency) break;
+      if (this.#slots.full) break;
       this.#pump(starved.id);
     }
+    this.#pump(delivery.endpointId);
     if (this.#backlog || this.#roomFor(state)) this.#wake(false);
   }
 
   /** The endpoint has more due in the store and room to queue it: a claim would get some. */
   #roomFor(state: EndpointState): boolean {
     return state.more && state.waiting.length < this.#settings.webhookEndpointConcurrency;
-  }
-
-  #outcome(delivery: ClaimedDelivery, { status, error }: SendResult, at: Date): AttemptResult {
-    if (status !== null && status >= 200 && status < 300 && error === null) {
-      return { delivery, outcome: 'delivered', status, error: null, at, retryInMs: null };
-    }
-    if (status === 410) return { delivery, outcome: 'gone', status, error, at, retryInMs: null };
-    const schedule = this.#settings.webhookRetryScheduleMs;
-    const delay = schedule[delivery.attempt - 1];
-    if (delay === undefined) return { delivery, outcome: 'failed', status, error, at, retryInMs: null };
-    const retryInMs = Math.round(delay * (1 + Math.random() * JITTER));
-    return { delivery, outcome: 'retry', status, error, at, retryInMs };
   }
 
   /**
@@ -398,14 +409,22 @@ export class Dispatcher {
   async #flush(): Promise<void> {
     while (this.#recording) await this.#recording;
     if (this.#results.length === 0 && this.#expiring.length === 0) return;
-    const batch = this.#results;
+    const now = Date.now();
+    const batch = this.#results.map((finished) => toRecord(finished, now));
     const expiring = this.#expiring;
     this.#results = [];
     this.#expiring = [];
     const release = expiring.length === 0 ? Promise.resolve() : this.#store.releaseDeliveries(this.instance, expiring);
     const record = batch.length === 0 ? Promise.resolve() : this.#store.recordAttempts(this.instance, batch);
     this.#recording = Promise.all([release, record]).then(
-      () => this.#storeBack(),
+      () => {
+        this.#storeBack();
+        // The store counted each retry's delay from its own clock during the recording, so it is due by
+        // now plus that delay: the timer claims it then. Released events are due at once.
+        const recorded = Date.now();
+        for (const r of batch) if (r.retryInMs !== null) this.#due.add(recorded + r.retryInMs);
+        if (expiring.length > 0) this.#wake();
+      },
       // The attempts happened but are not recorded: their claims expire and they are made again
       // (at least once; the receiver deduplicates by webhook-id).
       (err: unknown) => this.#storeDown(err, 'recording webhook attempts failed; they will be retried when their lease ends'),

@@ -7,6 +7,7 @@ import {
 import type { NewPlant } from '../../src/domain/plant.js';
 import type { Store } from '../../src/store/store.js';
 import { adminSql, BACKEND, testStore } from '../helpers.js';
+import { eventually } from '../webhook-receiver.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 
@@ -75,6 +76,36 @@ test('two instances claiming at once over thousands of events: each event is cla
     assert.ok(attempts);
     assert.ok(attempts.every((x) => x.state === 'delivered' && x.attempt === 1));
   }
+});
+
+test('while one instance\'s claim runs, it holds only the events it takes: another instance claims the rest', async (t) => {
+  const { a, b, db } = await twoInstances(t);
+  const e1 = await addEndpoint(a, 'alice');
+  const e2 = await addEndpoint(a, 'bob');
+  for (let i = 0; i < 10; i++) {
+    await a.createPlant('alice', { id: BigInt(i), name: 'a' });
+    await a.createPlant('bob', { id: BigInt(i), name: 'b' });
+  }
+  // Instance a's claim stops halfway, in this test's own schema: a trigger that sleeps while the claim
+  // leases its events for 'a', after it has locked whatever it locks. Instance b claims meanwhile.
+  await db.sql(`CREATE FUNCTION hold_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN IF NEW.leased_by = 'a' THEN PERFORM pg_sleep(0.6); END IF; RETURN NEW; END $$`);
+  await db.sql('CREATE TRIGGER hold_claim BEFORE UPDATE ON webhook_deliveries FOR EACH ROW EXECUTE FUNCTION hold_claim()');
+  const first = claim(a, 'a', { limit: 1, perEndpoint: 50 });
+  const schema = new URL(db.url).searchParams.get('options')?.split('=')[1];
+  await eventually(async () => {
+    const [res] = await adminSql(db.url, `SELECT 1 FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
+      JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE a.wait_event = 'PgSleep' AND c.relname = 'webhook_deliveries' AND n.nspname = '${schema}'`);
+    return res?.rowCount ? true : undefined;
+  }, 10_000, 'instance a\'s claim under way');
+  const second = await claim(b, 'b', { limit: 50, perEndpoint: 50 });
+  const taken = await first;
+  assert.equal(taken?.length, 1);
+  // Everything due except the one event a took: none of a's candidates was hidden from b.
+  assert.equal(second.length, 19);
+  assert.ok(!second.some((d) => d.seq === taken[0]!.seq));
+  assert.deepEqual(new Set(second.map((d) => d.endpointId)), new Set([e1.id, e2.id]));
 });
 
 test('an expired lease is claimed by the other instance, and the first one\'s late result changes nothing', async (t) => {

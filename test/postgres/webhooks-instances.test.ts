@@ -4,9 +4,10 @@ import { test } from 'node:test';
 import { newEndpointId, newWebhookSecret } from '../../src/domain/webhook.js';
 import { openStore } from '../../src/store/open.js';
 import { issueToken } from '../../src/tokens.js';
-import { BACKEND, silentLogger, testDatabase } from '../helpers.js';
+import { Dispatcher } from '../../src/webhooks/dispatcher.js';
+import { BACKEND, silentLogger, testDatabase, testStore } from '../helpers.js';
 import { startServer } from '../process.js';
-import { receiver } from '../webhook-receiver.js';
+import { eventually, receiver } from '../webhook-receiver.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 
@@ -50,4 +51,41 @@ test('two server instances on one database: with a receiver answering 200, each 
   assert.equal(perEvent.size, PLANTS);
   assert.equal(perPlant.size, PLANTS);
   assert.deepEqual(await Promise.all([a.stop(), b.stop()]), [0, 0]);
+});
+
+test('two instances on one database: a user\'s dead receivers with a backlog fill neither, and another user\'s event arrives', async (t) => {
+  const db = await testStore(t);
+  const stores = [db.store, await db.reopen()];
+  const dead = [await receiver(t, () => 'hang'), await receiver(t, () => 'hang')];
+  const live = await receiver(t);
+  for (const rx of dead) {
+    const e = await db.store.createWebhook(
+      { id: newEndpointId(), user: 'alice', allUsers: false, url: rx.url, description: null, secret: newWebhookSecret() }, 10,
+    );
+    assert.notEqual(e, 'limit');
+  }
+  const e = await db.store.createWebhook(
+    { id: newEndpointId(), user: 'bob', allUsers: false, url: live.url, description: null, secret: newWebhookSecret() }, 10,
+  );
+  assert.notEqual(e, 'limit');
+  for (let i = 1; i <= 60; i++) await db.store.createPlant('alice', { id: BigInt(i), name: `a${i}` });
+  // No attempt ends before its 30 s timeout, on either instance.
+  const dispatchers = stores.map((store) => new Dispatcher(store, {
+    webhookTimeoutMs: 30_000, webhookRetryScheduleMs: [200], webhookRetentionMs: 86_400_000, webhookConcurrency: 8,
+    webhookEndpointConcurrency: 4, webhookAllowPrivate: true, userAgent: 'plantstore/test', pollIntervalMs: 50,
+  }, silentLogger));
+  for (const d of dispatchers) {
+    d.start();
+    t.after(() => d.stop(Date.now() + 200));
+  }
+  const held = () => dead[0]!.received.length + dead[1]!.received.length;
+  // Each instance holds alice's share of its own slots: both have claimed.
+  await eventually(() => (held() >= 8 ? true : undefined), 15_000, 'both instances to hold dead requests');
+  await db.store.createPlant('bob', { id: 1000n, name: 'b' });
+  // Before fairness, each instance's slots were all alice's until a dead attempt timed out (30 s).
+  const [got] = await live.waitFor(1, 25_000);
+  assert.equal(got?.body, '{"id":1000,"name":"b"}');
+  const sent = dead.flatMap((rx) => rx.received.map((r) => r.headers['webhook-id']));
+  assert.equal(new Set(sent).size, sent.length, 'no dead attempt ended and was retried, on either instance');
+  await Promise.all(dispatchers.map((d) => d.stop(Date.now() + 200)));
 });

@@ -80,7 +80,7 @@ export interface ClaimRequest {
  * How one attempt ended:
  * - delivered: a 2xx; the event is done.
  * - retry: failed; try again `retryInMs` from now.
- * - failed: failed, and the schedule is exhausted; the event is given up.
+ * - failed: failed, and the schedule is exhausted or the destination is not allowed; the event is given up.
  * - gone: the receiver answered 410; the event is given up, the endpoint disabled, and its other pending
  *   events given up too.
  */

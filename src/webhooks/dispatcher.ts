@@ -358,11 +358,13 @@ export class Dispatcher {
     return state.more && state.waiting.length < this.#settings.webhookEndpointConcurrency;
   }
 
-  #outcome(delivery: ClaimedDelivery, { status, error }: SendResult, at: Date): AttemptResult {
+  #outcome(delivery: ClaimedDelivery, { status, error, forbidden }: SendResult, at: Date): AttemptResult {
     if (status !== null && status >= 200 && status < 300 && error === null) {
       return { delivery, outcome: 'delivered', status, error: null, at, retryInMs: null };
     }
     if (status === 410) return { delivery, outcome: 'gone', status, error, at, retryInMs: null };
+    // A destination refused as private is refused again on every retry: the event fails now.
+    if (forbidden) return { delivery, outcome: 'failed', status, error, at, retryInMs: null };
     const schedule = this.#settings.webhookRetryScheduleMs;
     const delay = schedule[delivery.attempt - 1];
     if (delay === undefined) return { delivery, outcome: 'failed', status, error, at, retryInMs: null };

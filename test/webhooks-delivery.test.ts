@@ -7,6 +7,7 @@ import type { Store } from '../src/store/store.js';
 import { Dispatcher, type DispatcherSettings } from '../src/webhooks/dispatcher.js';
 import { endpointDeleted } from '../src/webhooks/deletions.js';
 import { Sender } from '../src/webhooks/sender.js';
+import { issueToken } from '../src/tokens.js';
 import { Writable } from 'node:stream';
 import pg from 'pg';
 import { createLogger } from '../src/logger.js';
@@ -292,6 +293,7 @@ test('a user endpoint gets its user\'s plants only; an admin endpoint gets every
   const [forAlice, forBob, forAdmin] = [await receiver(t), await receiver(t), await receiver(t)];
   await register(store, forAlice.url, 'alice');
   await register(store, forBob.url, 'bob');
+  await issueToken(store, { user: 'root', admin: true });
   await register(store, forAdmin.url, 'root', true);
   const d = dispatcher(t, store);
   await add(store, 'alice', { id: 10n, name: 'alice plant' });

@@ -7,7 +7,10 @@ export interface WebhookEndpoint {
   readonly id: string;
   /** The user whose token (or --user) registered it. */
   readonly user: string;
-  /** Registered with an admin token (or `--all`): receives every user's new plants, else its user's only. */
+  /**
+   * Receives every user's new plants, else its user's only: registered with an admin token (an admin JWT,
+   * or `--all`) and its user holds an active admin token now (see store/all-users-sql.ts).
+   */
   readonly allUsers: boolean;
   readonly url: string;
   readonly description: string | null;

@@ -83,7 +83,7 @@ stdout; only its SHA-256 hash is stored.`,
                       Loopback, private, link-local and multicast addresses are refused unless
                       WEBHOOK_ALLOW_PRIVATE=on; a user has at most WEBHOOK_MAX_PER_USER endpoints
   --all               add: the endpoint receives every user's new plants (as one registered with an
-                      admin token does)
+                      admin token does) while the user holds an active admin token
   --description TEXT  add: a note shown by "webhook list" (up to 500 characters)
   --limit N           deliveries: the latest N attempts, 1 to 1000; default 50
   --json              list, deliveries: print a JSON array
@@ -423,6 +423,9 @@ async function webhookAdd(args: string[]): Promise<void> {
     `Created webhook endpoint ${endpoint.id} for user "${endpoint.user}" ` +
       `(receives ${endpoint.allUsers ? 'every user\'s' : 'this user\'s'} new plants): ${endpoint.url}`,
   );
+  if (values.all && !endpoint.allUsers) {
+    console.error(`warning: user "${user}" holds no active admin token: the endpoint gets only this user's plants until it does`);
+  }
   console.error('Its signing secret; store it now, it is not shown again:');
   console.log(secret);
 }

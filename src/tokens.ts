@@ -14,7 +14,7 @@ export const REVOCATION_WITHIN_MS = 5000;
 /**
  * Token ids are 1 to 2^53 - 1: every JSON reader (a JavaScript number above all) holds each exactly, so
  * `token list`, GET /tokens and the rate-limit key never show two tokens as one, and a revoke names one
- * token. The store refuses to give a token an id past it (migrations 007_token_id_bound); a revoke naming a larger id
+ * token. The store refuses to give a token an id past it (the migration token_id_bound); a revoke naming a larger id
  * finds no token, since rounding it would name another.
  */
 export const TOKEN_ID_MAX = Number.MAX_SAFE_INTEGER;

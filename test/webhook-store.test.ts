@@ -6,6 +6,7 @@ import {
   type AttemptResult, type ClaimedDelivery, type ClaimRequest, type NewWebhookEndpoint,
 } from '../src/domain/webhook.js';
 import type { Store } from '../src/store/store.js';
+import { issueToken } from '../src/tokens.js';
 import { testStore } from './helpers.js';
 
 // The webhook methods of the Store, on every backend: the outbox queued by the create's own transaction,
@@ -15,6 +16,11 @@ const MAX = 10;
 
 function endpoint(user: string, allUsers = false): NewWebhookEndpoint {
   return { id: newEndpointId(), user, allUsers, url: `https://hooks.example/${user}`, description: null, secret: newWebhookSecret() };
+}
+
+/** An all-users endpoint reaches other users' plants only while its user holds an active admin token. */
+async function adminToken(store: Store, user: string) {
+  return (await issueToken(store, { user, admin: true })).record;
 }
 
 async function addWebhook(store: Store, user: string, allUsers = false) {
@@ -59,6 +65,7 @@ test('a created plant queues one event per receiving endpoint; replays, conflict
 
   const alices = await addWebhook(store, 'alice');
   const bobs = await addWebhook(store, 'bob');
+  await adminToken(store, 'admin');
   const admins = await addWebhook(store, 'admin', true);
 
   assert.equal(await store.createPlant('alice', { id: 2n, name: 'fern' }), 'created');
@@ -105,6 +112,7 @@ test('the body is the stored plant, byte for byte: ids past 2^53, quotes, contro
 test('createWebhook stops at maxPerUser; lists in creation order without secrets; delete removes the endpoint and its events', async (t) => {
   const { store } = await setup(t);
   const a1 = await store.createWebhook(endpoint('alice'), 2);
+  await adminToken(store, 'bob');
   const b1 = await store.createWebhook(endpoint('bob', true), 2);
   const a2 = await store.createWebhook(endpoint('alice'), 2);
   assert.equal(await store.createWebhook(endpoint('alice'), 2), 'limit');

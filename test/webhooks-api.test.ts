@@ -248,6 +248,35 @@ test('private destinations are refused with 400 40006 unless WEBHOOK_ALLOW_PRIVA
   for (const url of PRIVATE_URLS) assert.equal((await register(open.app, bob, { url })).statusCode, 201, url);
 });
 
+/** Spellings of internal addresses that a check of the plain forms misses; each is refused at registration. */
+const DISGUISED_URLS = [
+  'http://localhost./hook', // a fully qualified name: the trailing dot is the DNS root
+  'http://LOCALHOST../hook',
+  'http://foo.localhost./hook',
+  'http://127.0.0.1../hook', // a name to the URL parser; a resolver may read it as the address
+  'http://[::127.0.0.1]/hook', // IPv4-compatible, ::7f00:1
+  'http://[::ffff:0:7f00:1]/hook', // IPv4-translated 127.0.0.1
+  'http://[0:0:0:0:0:ffff:7f00:1]/hook', // IPv4-mapped, in full
+  'http://[2002:7f00:1::]/hook', // 6to4 of 127.0.0.1
+  'http://[2002:a9fe:a9fe::1]/hook', // 6to4 of 169.254.169.254
+  'http://[64:ff9b::10.0.0.1]/hook', // NAT64 of 10.0.0.1
+  'http://[64:ff9b:1::1]/hook', // local-use NAT64
+  'http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/hook', // Teredo, client 127.0.0.1
+];
+
+test('loopback and private addresses are refused at registration in every spelling: trailing dots, IPv4 inside IPv6', async (t) => {
+  const { app, token } = await testApp(t, { webhookAllowPrivate: false });
+  const alice = await token('alice');
+  for (const url of DISGUISED_URLS) assertError(await register(app, alice, { url }), 400, 40006, /WEBHOOK_ALLOW_PRIVATE/);
+  assert.deepEqual((await listWebhooks(app, alice)).json(), []);
+  // The same forms around a public IPv4 address, and public names with a trailing dot, are accepted.
+  const publicUrls = [
+    'https://[64:ff9b::93.184.215.14]/hook', 'https://[2002:5db8:d70e::1]/hook', 'https://[::ffff:93.184.215.14]/hook',
+    'https://hooks.example./hook', 'https://localhost.example/hook',
+  ];
+  for (const url of publicUrls) assert.equal((await register(app, alice, { url })).statusCode, 201, url);
+});
+
 test('WEBHOOK_MAX_PER_USER endpoints per user, then 409 40901; per user, and freed by a removal', async (t) => {
   const { app, token } = await webhookApp(t, { webhookMaxPerUser: 2 });
   const alice = await token('alice');

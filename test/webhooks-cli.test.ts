@@ -20,9 +20,17 @@ test('webhook add prints the secret alone on stdout; list never shows it; remove
   assert.match(added.stderr, /for user "alice" \(receives this user's new plants\): https:\/\/hooks\.example\/plants/);
   assert.match(added.stderr, /not shown again/);
 
+  // --all reaches every user's plants while the user holds an active admin token, and says so when it holds none.
+  const lone = await runCli(['webhook', 'add', '--user', 'carol', '--url', 'https://carol.example/', '--all'], env);
+  assert.equal(lone.code, 0, lone.stderr);
+  assert.match(lone.stderr, /receives this user's new plants/);
+  assert.match(lone.stderr, /warning: user "carol" holds no active admin token: the endpoint gets only this user's plants until it does/);
+  assert.equal((await runCli(['webhook', 'remove', endpointId(lone.stderr)], env)).code, 0);
+  assert.equal((await runCli(['token', 'create', '--user', 'root', '--admin'], env)).code, 0);
   const all = await runCli(['webhook', 'add', '--user', 'root', '--url', 'https://ops.example/', '--all'], env);
   assert.equal(all.code, 0, all.stderr);
   assert.match(all.stderr, /receives every user's new plants/);
+  assert.doesNotMatch(all.stderr, /warning/);
   const allId = endpointId(all.stderr);
 
   const listed = await runCli(['webhook', 'list'], env);

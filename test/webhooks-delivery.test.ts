@@ -7,6 +7,7 @@ import type { Store } from '../src/store/store.js';
 import { Dispatcher, type DispatcherSettings } from '../src/webhooks/dispatcher.js';
 import { endpointDeleted } from '../src/webhooks/deletions.js';
 import { Sender } from '../src/webhooks/sender.js';
+import { issueToken } from '../src/tokens.js';
 import { Writable } from 'node:stream';
 import pg from 'pg';
 import { createLogger } from '../src/logger.js';
@@ -188,22 +189,27 @@ test('a redirect is not followed and counts as a failure', async (t) => {
   await d.stop(Date.now() + 1000);
 });
 
-test('with private destinations refused, a name that resolves to loopback is not called', async (t) => {
+test('with private destinations refused, a loopback name or address is not called, and its event fails at once', async (t) => {
   const { store } = await testStore(t);
   const rx = await receiver(t);
-  // Registration refuses "localhost" itself; an endpoint registered while private destinations were
-  // allowed (or a name rebound to 127.0.0.1 since) is refused at delivery, after DNS resolution.
+  // Registration refuses these; an endpoint registered while private destinations were allowed (or a
+  // name rebound to 127.0.0.1 since) is refused at delivery. A retry would be refused the same way, so
+  // the event is failed after its first attempt instead of waiting out a (here long) retry schedule.
   const { endpoint } = await register(store, `http://localhost:${rx.port}/hook`);
   const literal = await register(store, rx.url);
-  const d = dispatcher(t, store, { webhookAllowPrivate: false, webhookRetryScheduleMs: [] });
+  const d = dispatcher(t, store, { webhookAllowPrivate: false, webhookRetryScheduleMs: [3_600_000, 3_600_000] });
   await add(store, 'alice', { id: 7n, name: 'a' });
   const [byName] = await attempts(store, endpoint.id, (n) => n >= 1);
-  assert.equal(byName?.status, null);
-  assert.match(byName?.error ?? '', /^destination not allowed: (127\.0\.0\.1|::1) is a private address$/);
-  assert.equal(byName?.state, 'failed');
+  assert.deepEqual(
+    [byName?.status, byName?.error, byName?.state, byName?.nextAttemptAt],
+    [null, 'destination not allowed: localhost is a private address', 'failed', null],
+  );
   const [byAddress] = await attempts(store, literal.endpoint.id, (n) => n >= 1);
-  assert.equal(byAddress?.error, 'destination not allowed: 127.0.0.1 is a private address');
-  await sleep(200);
+  assert.deepEqual(
+    [byAddress?.error, byAddress?.state, byAddress?.nextAttemptAt],
+    ['destination not allowed: 127.0.0.1 is a private address', 'failed', null],
+  );
+  assert.deepEqual(await store.webhookBacklog(100), { pending: 0, capped: false, oldest: null }, 'nothing left to retry');
   assert.equal(rx.received.length, 0);
   await d.stop(Date.now() + 1000);
 });
@@ -215,12 +221,35 @@ test('the sender checks the resolved address on every attempt, not only at regis
   const delivery = {
     seq: 1, eventId: 'msg_x', endpointId: 'ep_x', user: 'alice', secret: newWebhookSecret(), plantId: 1n, body: '{"id":1,"name":"a"}', attempt: 1,
   };
-  for (const url of [`http://localhost:${rx.port}/`, `http://127.0.0.1:${rx.port}/`, `http://[::ffff:127.0.0.1]:${rx.port}/`]) {
+  const urls = [
+    `http://localhost:${rx.port}/`, `http://localhost.:${rx.port}/`, `http://127.0.0.1:${rx.port}/`, `http://[::ffff:127.0.0.1]:${rx.port}/`,
+    // What registration refuses, checked again when sending (an endpoint registered while WEBHOOK_ALLOW_PRIVATE was on).
+    `http://[::127.0.0.1]:${rx.port}/`, `http://[::ffff:0:7f00:1]:${rx.port}/`, `http://[2002:7f00:1::]:${rx.port}/`,
+  ];
+  for (const url of urls) {
     const result = await sender.send({ ...delivery, url });
     assert.equal(result.status, null, url);
     assert.match(result.error ?? '', /^destination not allowed: .* is a private address$/, url);
   }
   assert.equal(rx.received.length, 0);
+  // A public-looking name is checked on what it resolves to, every address of it; the refusal says the event
+  // cannot be retried usefully (the dispatcher fails it at once).
+  const answers: Record<string, string[]> = {
+    'rebound.example': ['127.0.0.1'],
+    'mixed.example': ['93.184.215.14', '::7f00:1'],
+  };
+  const resolving = new Sender({
+    timeoutMs: 1000, allowPrivate: false, userAgent: 'plantstore/test', connectionsPerOrigin: 1,
+    resolve: (hostname, _options, callback) =>
+      callback(null, (answers[hostname] ?? []).map((address) => ({ address, family: address.includes(':') ? 6 : 4 }))),
+  });
+  t.after(() => resolving.close());
+  for (const [host, address] of [['rebound.example', '127.0.0.1'], ['mixed.example', '::7f00:1']]) {
+    assert.deepEqual(
+      await resolving.send({ ...delivery, url: `http://${host}:${rx.port}/` }),
+      { status: null, error: `destination not allowed: ${address} is a private address`, forbidden: true },
+    );
+  }
   const allowed = new Sender({ timeoutMs: 1000, allowPrivate: true, userAgent: 'plantstore/test', connectionsPerOrigin: 1 });
   t.after(() => allowed.close());
   assert.deepEqual(await allowed.send({ ...delivery, url: `http://localhost:${rx.port}/` }), { status: 200, error: null });
@@ -265,6 +294,7 @@ test('a user endpoint gets its user\'s plants only; an admin endpoint gets every
   const [forAlice, forBob, forAdmin] = [await receiver(t), await receiver(t), await receiver(t)];
   await register(store, forAlice.url, 'alice');
   await register(store, forBob.url, 'bob');
+  await issueToken(store, { user: 'root', admin: true });
   await register(store, forAdmin.url, 'root', true);
   const d = dispatcher(t, store);
   await add(store, 'alice', { id: 10n, name: 'alice plant' });

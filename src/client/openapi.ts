@@ -100,7 +100,7 @@ export interface paths {
         put?: never;
         /**
          * Register a webhook endpoint
-         * @description The endpoint receives a POST for every plant its user creates (registered with an admin token: every user's), signed with Standard Webhooks headers (see the `webhooks` section). The answer carries the signing secret, shown this once.
+         * @description The endpoint receives a POST for every plant its user creates (registered with an admin token: every user's, while its user holds an active admin token), signed with Standard Webhooks headers (see the `webhooks` section). The answer carries the signing secret, shown this once.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -138,7 +138,7 @@ export interface paths {
         };
         /**
          * List an endpoint's delivery attempts
-         * @description The latest attempts to deliver events to this endpoint, newest first (kept WEBHOOK_RETENTION after their event is delivered or failed). An admin token may read any user's endpoint.
+         * @description The latest attempts to deliver events to this endpoint, newest first (kept WEBHOOK_RETENTION after their event is delivered or failed). An admin token may read any user's endpoint; any other token sees only its own user's plants among them.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -291,7 +291,7 @@ export interface components {
             id: string;
             /** @description The user who registered it */
             user: string;
-            /** @description Registered with an admin token: receives every user's new plants, else its user's */
+            /** @description Receives every user's new plants: registered with an admin token, and its user still holds an active one. Else its user's */
             allUsers: boolean;
             url: string;
             description?: string;

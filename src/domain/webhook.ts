@@ -7,7 +7,10 @@ export interface WebhookEndpoint {
   readonly id: string;
   /** The user whose token (or --user) registered it. */
   readonly user: string;
-  /** Registered with an admin token (or `--all`): receives every user's new plants, else its user's only. */
+  /**
+   * Receives every user's new plants, else its user's only: registered with an admin token (an admin JWT,
+   * or `--all`) and its user holds an active admin token now (see store/all-users-sql.ts).
+   */
   readonly allUsers: boolean;
   readonly url: string;
   readonly description: string | null;
@@ -85,7 +88,7 @@ export interface ClaimRequest {
  * How one attempt ended:
  * - delivered: a 2xx; the event is done.
  * - retry: failed; try again `retryInMs` from now.
- * - failed: failed, and the schedule is exhausted; the event is given up.
+ * - failed: failed, and the schedule is exhausted or the destination is not allowed; the event is given up.
  * - gone: the receiver answered 410; the event is given up, the endpoint disabled, and its other pending
  *   events given up too.
  */

@@ -49,7 +49,9 @@ export const WebhookSchema = Type.Object(
   {
     id: Type.String({ description: 'Opaque endpoint id (ep_…)' }),
     user: Type.String({ description: 'The user who registered it' }),
-    allUsers: Type.Boolean({ description: 'Registered with an admin token: receives every user\'s new plants, else its user\'s' }),
+    allUsers: Type.Boolean({
+      description: 'Receives every user\'s new plants: registered with an admin token, and its user still holds an active one. Else its user\'s',
+    }),
     url: Type.String(),
     description: Type.Optional(Type.String()),
     createdAt: DateTime('When it was registered'),

@@ -73,7 +73,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
         operationId: 'createWebhook',
         tags: [TAG.webhooks],
         description:
-          'The endpoint receives a POST for every plant its user creates (registered with an admin token: every user\'s), signed with ' +
+          'The endpoint receives a POST for every plant its user creates (registered with an admin token: every user\'s, while its user ' +
+          'holds an active admin token), signed with ' +
           'Standard Webhooks headers (see the `webhooks` section). The answer carries the signing secret, shown this once.',
         security: SECURITY,
         body: ref<NewWebhookBody>('NewWebhook'),
@@ -156,7 +157,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
         tags: [TAG.webhooks],
         description:
           'The latest attempts to deliver events to this endpoint, newest first (kept WEBHOOK_RETENTION after their event is delivered or ' +
-          'failed). An admin token may read any user\'s endpoint.',
+          'failed). An admin token may read any user\'s endpoint; any other token sees only its own user\'s plants among them.',
         security: SECURITY,
         params: EndpointParams,
         querystring: DeliveriesQuery,

@@ -16,6 +16,7 @@ import {
   type TokenRecord, type WebhookBacklog,
 } from './store.js';
 import { PostgresTransfer } from './postgres-transfer.js';
+import { listedAllUsers, receives, withdrawEvents } from './all-users-sql.js';
 import { POSTGRES_CLAIM } from './webhook-claim.js';
 import type { StoreTransfer, TransferableStore } from './transfer.js';
 
@@ -196,7 +197,9 @@ interface PendingCreate {
  */
 const BODY_SQL = `'{"id":' || ins.id || ',"name":' || to_json(ins.name)::text || coalesce(',"tag":' || to_json(ins.tag)::text, '') || '}'`;
 
-const ENDPOINT_COLUMNS = 'id, username, all_users, url, description, created_at, disabled_at, disabled_reason';
+/** all_users as listed: while the endpoint receives every user's plants (see all-users-sql.ts). */
+const ENDPOINT_COLUMNS = `id, username, ${listedAllUsers('postgres', 'webhook_endpoints', 'now()')}, url, description, created_at,
+  disabled_at, disabled_reason`;
 
 interface EndpointRow {
   id: string;
@@ -330,7 +333,7 @@ type TxQuery = <R extends pg.QueryResultRow>(name: string, text: string, values:
  */
 const PLANNED_EACH_TIME = new Set([
   'webhook_claim', 'webhook_record_lock', 'webhook_record_update', 'webhook_record_gone', 'webhook_record_attempts',
-  'webhook_release', 'webhook_sweep', 'webhook_backlog',
+  'webhook_release', 'webhook_sweep', 'webhook_withdraw', 'webhook_withdraw_user', 'webhook_backlog',
 ]);
 const statementName = (name: string) => (PLANNED_EACH_TIME.has(name) ? undefined : name);
 
@@ -456,9 +459,9 @@ class PostgresStore implements TransferableStore {
          SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[])
          ON CONFLICT (owner, id) DO NOTHING RETURNING owner, id, name, tag
        ), ev AS (
-         INSERT INTO webhook_deliveries (event_id, endpoint_id, plant_id, body, state, attempts, next_attempt_at)
-         SELECT 'msg_' || lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') || substr(replace(gen_random_uuid()::text, '-', ''), 1, 20), e.id, ins.id, ${BODY_SQL}, 'pending', 0, now()
-         FROM ins JOIN webhook_endpoints e ON e.disabled_at IS NULL AND (e.all_users OR e.username = ins.owner)
+         INSERT INTO webhook_deliveries (event_id, endpoint_id, plant_id, owner, body, state, attempts, next_attempt_at)
+         SELECT 'msg_' || lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') || substr(replace(gen_random_uuid()::text, '-', ''), 1, 20), e.id, ins.id, ins.owner, ${BODY_SQL}, 'pending', 0, now()
+         FROM ins JOIN webhook_endpoints e ON e.disabled_at IS NULL AND ${receives('postgres', 'ins.owner', 'now()')}
          RETURNING 1
        )
        SELECT owner, id, (SELECT count(*) FROM ev)::int AS events FROM ins`,
@@ -582,6 +585,10 @@ class PostgresStore implements TransferableStore {
     const res = user === undefined
       ? await this.#query('token_revoke', SQL.revokeToken, [now, id])
       : await this.#query('token_revoke_user', SQL.revokeUserToken, [now, id, user]);
+    // Its user's all-users endpoints may have lost their reach. The revocation stands even if this fails:
+    // the dispatcher's next sweep withdraws the same events.
+    const withdraw = withdrawEvents('postgres', 'now()', '(SELECT username FROM tokens WHERE id = $1)');
+    if (res.rowCount === 1) await this.#query('webhook_withdraw_user', withdraw, [id]).catch(() => undefined);
     return res.rowCount === 1;
   }
 
@@ -738,7 +745,8 @@ class PostgresStore implements TransferableStore {
       `SELECT a.seq, a.event_id, a.plant_id, a.attempt, a.status, a.error, a.at, a.state, a.next_attempt_at
        FROM webhook_endpoints e
        LEFT JOIN LATERAL (
-         SELECT * FROM webhook_attempts WHERE endpoint_id = e.id ORDER BY seq DESC LIMIT $3
+         SELECT * FROM webhook_attempts WHERE endpoint_id = e.id AND ($2::text IS NULL OR NOT e.all_users OR owner = $2) -- not admin: its own plants'
+         ORDER BY seq DESC LIMIT $3
        ) a ON true
        WHERE e.id = $1 AND ($2::text IS NULL OR e.username = $2)
        ORDER BY a.seq DESC`,
@@ -816,8 +824,8 @@ class PostgresStore implements TransferableStore {
       }
       await query(
         'webhook_record_attempts',
-        `INSERT INTO webhook_attempts (endpoint_id, event_id, plant_id, attempt, status, error, at, state, next_attempt_at)
-         SELECT d.endpoint_id, d.event_id, d.plant_id, u.attempt, u.status, u.error, u.at, u.state,
+        `INSERT INTO webhook_attempts (endpoint_id, event_id, plant_id, owner, attempt, status, error, at, state, next_attempt_at)
+         SELECT d.endpoint_id, d.event_id, d.plant_id, d.owner, u.attempt, u.status, u.error, u.at, u.state,
                 CASE WHEN u.state = 'pending' THEN now() + u.retry_ms * interval '1 millisecond' END
          FROM unnest($1::bigint[], $2::int[], $3::int[], $4::text[], $5::timestamptz[], $6::text[], $7::float8[])
               WITH ORDINALITY AS u(seq, attempt, status, error, at, state, retry_ms, ord)
@@ -852,6 +860,7 @@ class PostgresStore implements TransferableStore {
        SELECT count(*)::int AS n FROM d`,
       [before],
     );
+    await this.#query('webhook_withdraw', withdrawEvents('postgres', 'now()', null), []);
     return rows[0]?.n ?? 0;
   }
 

@@ -1,6 +1,7 @@
 import type Database from './sqlite-driver.js';
 import type { NewPlant } from '../domain/plant.js';
 import { claimedOf, type ClaimRow } from './sql.js';
+import { listedAllUsers, receives, withdrawEvents } from './all-users-sql.js';
 import { SQLITE_DUE } from './webhook-claim.js';
 import {
   webhookBody,
@@ -27,8 +28,9 @@ interface EndpointRow {
   readonly disabled_reason: string | null;
 }
 
-/** Never the secret: only claims need it. */
-const ENDPOINT_COLUMNS = 'id, username, all_users, url, description, created_at, disabled_at, disabled_reason';
+/** Never the secret: only claims need it. all_users as listed: while the endpoint receives every user's plants. */
+const ENDPOINT_COLUMNS = `id, username, ${listedAllUsers('sqlite', 'webhook_endpoints', '@now')}, url, description, created_at, disabled_at,
+  disabled_reason`;
 
 function endpointOf(row: EndpointRow): WebhookEndpoint {
   return {
@@ -67,16 +69,16 @@ interface DueRow extends ClaimRow {
  */
 export class SqliteWebhooks {
   readonly #receives: Database.Statement<[string], number>;
-  readonly #queue: Database.Statement<[number, bigint, string, number, number, string]>;
+  readonly #queue: Database.Statement<[{ now: number; id: bigint; owner: string; body: string }]>;
   readonly #countUser: Database.Statement<[string], number>;
   readonly #insert: Database.Statement<unknown[], EndpointRow>;
-  readonly #listAll: Database.Statement<[], EndpointRow>;
-  readonly #listUser: Database.Statement<[string], EndpointRow>;
-  readonly #find: Database.Statement<[{ id: string; user: string | null }], { id: string }>;
+  readonly #listAll: Database.Statement<[{ now: number }], EndpointRow>;
+  readonly #listUser: Database.Statement<[string, { now: number }], EndpointRow>;
+  readonly #find: Database.Statement<[{ id: string; user: string | null }], { id: string; all_users: number }>;
   readonly #deleteEndpoint: Database.Statement<[string]>;
   readonly #deleteDeliveries: Database.Statement<[string]>;
   readonly #deleteAttempts: Database.Statement<[string]>;
-  readonly #attempts: Database.Statement<[string, number], AttemptRow>;
+  readonly #attempts: Database.Statement<[{ id: string; owner: string | null; limit: number }], AttemptRow>;
   readonly #due: Database.Statement<[{ now: number; busy: string; perEndpoint: number; limit: number }], DueRow>;
   readonly #lease: Database.Statement<[number, string, number]>;
   readonly #settle: Database.Statement<[{ state: string; next: number | null; finished: number | null; seq: number; instance: string; attempt: number }]>;
@@ -87,6 +89,8 @@ export class SqliteWebhooks {
   readonly #sweepDeliveries: Database.Statement<[number]>;
   readonly #sweepAttempts: Database.Statement<[number]>;
   readonly #releaseOrphans: Database.Statement<[number]>;
+  readonly #withdrawUser: Database.Statement<[{ now: number; token: number }]>;
+  readonly #withdrawAll: Database.Statement<[{ now: number }]>;
 
   constructor(db: Database.Database) {
     // The outbox, on the create's hot path. Most stores have no endpoint for most owners: a lookup of a
@@ -95,10 +99,12 @@ export class SqliteWebhooks {
     this.#receives = db.prepare<[string], number>(
       'SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL AND (all_users = 1 OR username = ?) LIMIT 1',
     ).pluck();
+    // The owner goes with the event, so that other users' events can be told apart later (withdrawn,
+    // hidden from a caller that is not admin).
     this.#queue = db.prepare(
-      `INSERT INTO webhook_deliveries (event_id, endpoint_id, plant_id, body, state, attempts, next_attempt_at, created_at)
-       SELECT 'msg_' || printf('%012x', ?) || lower(hex(randomblob(10))), id, ?, ?, 'pending', 0, ?, ?
-       FROM webhook_endpoints WHERE disabled_at IS NULL AND (all_users = 1 OR username = ?)`,
+      `INSERT INTO webhook_deliveries (event_id, endpoint_id, plant_id, owner, body, state, attempts, next_attempt_at, created_at)
+       SELECT 'msg_' || printf('%012x', @now) || lower(hex(randomblob(10))), e.id, @id, @owner, @body, 'pending', 0, @now, @now
+       FROM webhook_endpoints e WHERE e.disabled_at IS NULL AND ${receives('sqlite', '@owner', '@now')}`,
     );
     this.#countUser = db.prepare<[string], number>('SELECT count(*) FROM webhook_endpoints WHERE username = ?').pluck();
     this.#insert = db.prepare(
@@ -108,14 +114,14 @@ export class SqliteWebhooks {
     // rowid: creation order even within one millisecond.
     this.#listAll = db.prepare(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY rowid`);
     this.#listUser = db.prepare(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE username = ? ORDER BY rowid`);
-    this.#find = db.prepare('SELECT id FROM webhook_endpoints WHERE id = @id AND (@user IS NULL OR username = @user)');
+    this.#find = db.prepare('SELECT id, all_users FROM webhook_endpoints WHERE id = @id AND (@user IS NULL OR username = @user)');
     this.#deleteEndpoint = db.prepare('DELETE FROM webhook_endpoints WHERE id = ?');
     // Its queued events (through webhook_deliveries_due); finished ones go with the retention sweep.
     this.#deleteDeliveries = db.prepare("DELETE FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'pending'");
     this.#deleteAttempts = db.prepare('DELETE FROM webhook_attempts WHERE endpoint_id = ?');
     this.#attempts = db.prepare(
       `SELECT event_id, CAST(plant_id AS TEXT) AS plant_id, attempt, status, error, at, state, next_attempt_at
-       FROM webhook_attempts WHERE endpoint_id = ? ORDER BY seq DESC LIMIT ?`,
+       FROM webhook_attempts WHERE endpoint_id = @id AND (@owner IS NULL OR owner = @owner) ORDER BY seq DESC LIMIT @limit`,
     );
     // Due: pending, its time come (a live claim's time is its lease's end), its endpoint enabled and not
     // busy here; in turns across users and endpoints (webhook-claim.ts).
@@ -129,8 +135,8 @@ export class SqliteWebhooks {
     );
     // Every attempt made is recorded while its event exists, stale ones too: the receiver got the request.
     this.#recordAttempt = db.prepare(
-      `INSERT INTO webhook_attempts (endpoint_id, event_id, plant_id, attempt, status, error, at, state, next_attempt_at)
-       SELECT endpoint_id, event_id, plant_id, @attempt, @status, @error, @at, @state, @next FROM webhook_deliveries WHERE seq = @seq`,
+      `INSERT INTO webhook_attempts (endpoint_id, event_id, plant_id, owner, attempt, status, error, at, state, next_attempt_at)
+       SELECT endpoint_id, event_id, plant_id, owner, @attempt, @status, @error, @at, @state, @next FROM webhook_deliveries WHERE seq = @seq`,
     );
     this.#disable = db.prepare('UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL');
     this.#failPending = db.prepare(
@@ -146,27 +152,28 @@ export class SqliteWebhooks {
     this.#releaseOrphans = db.prepare(
       "UPDATE webhook_deliveries SET next_attempt_at = ?, leased_by = NULL WHERE state = 'pending' AND leased_by IS NOT NULL",
     );
+    this.#withdrawUser = db.prepare(withdrawEvents('sqlite', '@now', '(SELECT username FROM tokens WHERE id = @token)'));
+    this.#withdrawAll = db.prepare(withdrawEvents('sqlite', '@now', null));
   }
 
   /** In the create's transaction: one event per endpoint that receives `owner`'s plant. True when any was queued. */
   queueEvents(owner: string, plant: NewPlant): boolean {
     if (this.#receives.get(owner) === undefined) return false;
-    const now = Date.now();
-    return this.#queue.run(now, plant.id, webhookBody(plant), now, now, owner).changes > 0;
+    return this.#queue.run({ now: Date.now(), id: plant.id, owner, body: webhookBody(plant) }).changes > 0;
   }
 
   create(endpoint: NewWebhookEndpoint, maxPerUser: number, now: number): WebhookEndpoint | 'limit' {
     // In the queue's write transaction (BEGIN IMMEDIATE): nobody else writes between count and insert.
     if (this.#countUser.get(endpoint.user)! >= maxPerUser) return 'limit';
     const row = this.#insert.get(
-      endpoint.id, endpoint.user, endpoint.allUsers ? 1 : 0, endpoint.url, endpoint.description, endpoint.secret, now,
+      endpoint.id, endpoint.user, endpoint.allUsers ? 1 : 0, endpoint.url, endpoint.description, endpoint.secret, now, { now },
     );
     if (!row) throw new Error('webhook insert returned no row');
     return endpointOf(row);
   }
 
-  list(user: string | null): WebhookEndpoint[] {
-    return (user === null ? this.#listAll.all() : this.#listUser.all(user)).map(endpointOf);
+  list(user: string | null, now: number): WebhookEndpoint[] {
+    return (user === null ? this.#listAll.all({ now }) : this.#listUser.all(user, { now })).map(endpointOf);
   }
 
   delete(id: string, user: string | null): boolean {
@@ -177,9 +184,15 @@ export class SqliteWebhooks {
     return true;
   }
 
+  /**
+   * `user` is the caller's user, or null for an admin: a caller that is not admin sees only its own
+   * plants' events of an all-users endpoint, as it lists only its own plants.
+   */
   attempts(endpointId: string, user: string | null, limit: number): DeliveryAttempt[] | null {
-    if (!this.#find.get({ id: endpointId, user })) return null;
-    return this.#attempts.all(endpointId, limit).map((r) => ({
+    const found = this.#find.get({ id: endpointId, user });
+    if (!found) return null;
+    const owner = user !== null && found.all_users === 1 ? user : null;
+    return this.#attempts.all({ id: endpointId, owner, limit }).map((r) => ({
       eventId: r.event_id,
       plantId: BigInt(r.plant_id),
       attempt: r.attempt,
@@ -232,9 +245,16 @@ export class SqliteWebhooks {
     return this.#releaseOrphans.run(now).changes;
   }
 
-  sweep(before: number): number {
+  /** Also fails other users' events of all-users endpoints whose user's admin tokens have expired since. */
+  sweep(before: number, now: number): number {
     const removed = this.#sweepDeliveries.run(before).changes;
     this.#sweepAttempts.run(before);
+    this.#withdrawAll.run({ now });
     return removed;
+  }
+
+  /** In the transaction that revoked token `tokenId`: its user's all-users endpoints may have lost their reach. */
+  withdrawForToken(tokenId: number, now: number): void {
+    this.#withdrawUser.run({ now, token: tokenId });
   }
 }

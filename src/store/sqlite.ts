@@ -379,9 +379,12 @@ class SqliteStore implements CacheableStore, TransferableStore {
   }
 
   revokeToken(id: number, user?: string): Promise<boolean> {
-    return this.#writes.add(() =>
-      (user === undefined ? this.#revokeToken.run(Date.now(), id) : this.#revokeUserToken.run(Date.now(), id, user)).changes === 1,
-    );
+    return this.#writes.add(() => {
+      const now = Date.now();
+      const revoked = (user === undefined ? this.#revokeToken.run(now, id) : this.#revokeUserToken.run(now, id, user)).changes === 1;
+      if (revoked) this.#webhooks.withdrawForToken(id, now); // its user's all-users endpoints may have lost their reach
+      return revoked;
+    });
   }
 
   async hit(key: string, windowMs: number): Promise<RateCount> {
@@ -423,7 +426,7 @@ class SqliteStore implements CacheableStore, TransferableStore {
   }
 
   async listWebhooks(user: string | null): Promise<WebhookEndpoint[]> {
-    return this.#read(() => this.#webhooks.list(user));
+    return this.#read(() => this.#webhooks.list(user, Date.now()));
   }
 
   deleteWebhook(id: string, user: string | null): Promise<boolean> {
@@ -456,7 +459,7 @@ class SqliteStore implements CacheableStore, TransferableStore {
   }
 
   sweepWebhooks(before: Date): Promise<number> {
-    return this.#writes.add(() => this.#webhooks.sweep(before.getTime()), NOT_DURABLE);
+    return this.#writes.add(() => this.#webhooks.sweep(before.getTime(), Date.now()), NOT_DURABLE);
   }
 
   /** Prepared on first use: only a server with metrics on asks. */

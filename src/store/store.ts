@@ -104,8 +104,10 @@ export interface Store {
   cursorKey(): Promise<Buffer>;
 
   // Webhooks (src/webhooks/). A create that stores a plant also queues, in the same transaction, one
-  // event per endpoint that receives it (not disabled; its user's, or registered for all users): the
-  // transactional outbox. A replay, a conflict and a failed create queue nothing.
+  // event per endpoint that receives it (not disabled; its user's, or registered for all users while that
+  // user holds an active admin token: see all-users-sql.ts): the transactional outbox. A replay, a
+  // conflict and a failed create queue nothing. Revoking a token, and the sweep, fail the other users'
+  // pending events of an all-users endpoint whose user no longer holds one.
 
   /**
    * `listener` is called after a commit that queued at least one event (in this process), so that the
@@ -121,7 +123,10 @@ export interface Store {
    * no attempt starts after this resolves. False when there is none.
    */
   deleteWebhook(id: string, user: string | null): Promise<boolean>;
-  /** The endpoint's latest attempts, newest first; null when it does not exist (or is not `user`'s, when given). */
+  /**
+   * The endpoint's latest attempts, newest first; null when it does not exist (or is not `user`'s, when
+   * given). `user` is a caller that is not admin: of an all-users endpoint it sees its own plants' only.
+   */
   listDeliveryAttempts(endpointId: string, user: string | null, limit: number): Promise<DeliveryAttempt[] | null>;
   /**
    * Claims due events (pending, next attempt due, no live claim), oldest due first, for one attempt each:

@@ -16,11 +16,13 @@ export interface Finished {
  * their batch and for the recordings before them, which under load (a slow store, a busy machine) took
  * long enough to put the retry that much later again.
  */
-export function outcomeOf(delivery: ClaimedDelivery, { status, error }: SendResult, at: Date, schedule: readonly number[], now: number): Finished {
+export function outcomeOf(delivery: ClaimedDelivery, { status, error, forbidden }: SendResult, at: Date, schedule: readonly number[], now: number): Finished {
   if (status !== null && status >= 200 && status < 300 && error === null) {
     return { result: { delivery, outcome: 'delivered', status, error: null, at }, retryAt: null };
   }
   if (status === 410) return { result: { delivery, outcome: 'gone', status, error, at }, retryAt: null };
+  // A destination refused as private is refused again on every retry: the event fails now.
+  if (forbidden) return { result: { delivery, outcome: 'failed', status, error, at }, retryAt: null };
   const delay = schedule[delivery.attempt - 1];
   if (delay === undefined) return { result: { delivery, outcome: 'failed', status, error, at }, retryAt: null };
   const retryAt = now + Math.round(delay * (1 + Math.random() * JITTER));

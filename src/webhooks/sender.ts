@@ -1,8 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
 import type { ClaimedDelivery } from '../domain/webhook.js';
-import { isForbiddenAddress } from './destination.js';
+import { isForbiddenAddress, isLoopbackName, literalAddress } from './destination.js';
 import { sign, signingKey } from './signature.js';
 
 /**
@@ -15,6 +14,11 @@ const MAX_RESPONSE_BODY_BYTES = 64 * 1024;
 export interface SendResult {
   readonly status: number | null;
   readonly error: string | null;
+  /**
+   * Set when nothing was sent because the destination is not allowed (a private address, literal or
+   * resolved): trying again on the retry schedule would only repeat the refusal, so the event fails now.
+   */
+  readonly forbidden?: true;
 }
 
 export interface SenderOptions {
@@ -26,6 +30,8 @@ export interface SenderOptions {
   readonly userAgent: string;
   /** Connections kept per origin: as many as the attempts one endpoint may have in flight. */
   readonly connectionsPerOrigin: number;
+  /** Resolves host names (dns.lookup when absent); tests give one that answers what they need. */
+  readonly resolve?: Resolver | undefined;
 }
 
 /** The destination resolved (or is) an address webhooks are not sent to; its message is the attempt's error. */
@@ -38,22 +44,34 @@ export class ForbiddenDestinationError extends Error {
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
+/** A name resolver with dns.lookup's `all: true` form: the sender's is dns.lookup unless a test gives one. */
+export type Resolver = (
+  hostname: string,
+  options: { family: number; hints: number; all: true },
+  callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
+
 /**
- * dns.lookup, refusing when any address the name resolves to is forbidden: the check happens on the
- * resolution the connection then uses, every time a connection is made, so a name that resolves to a
- * public address at registration and to 127.0.0.1 later (DNS rebinding) is not called. All addresses
- * are checked, not just the first: the connection may try each in turn (happy eyeballs).
+ * A lookup for the connection, refusing a name that is loopback by definition (`localhost`, `foo.localhost.`:
+ * the rule registration applies, whatever this machine's resolver makes of such a name) and any name
+ * that resolves to a forbidden address: the check happens on the resolution the connection then uses,
+ * every time a connection is made, so a name that resolves to a public address at registration and to
+ * 127.0.0.1 later (DNS rebinding) is not called. All addresses are checked, not just the first: the
+ * connection may try each in turn (happy eyeballs).
  */
-function checkedLookup(hostname: string, options: { all?: boolean; family?: number; hints?: number }, callback: LookupCallback): void {
-  dnsLookup(hostname, { family: options.family ?? 0, hints: options.hints ?? 0, all: true }, (error, addresses) => {
-    if (error) return callback(error, []);
-    const forbidden = addresses.find((a) => isForbiddenAddress(a.address));
-    if (forbidden) return callback(new ForbiddenDestinationError(forbidden.address), []);
-    if (options.all) return callback(null, addresses);
-    const first = addresses[0];
-    if (!first) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), []);
-    callback(null, first.address, first.family);
-  });
+function checkedLookup(resolve: Resolver) {
+  return (hostname: string, options: { all?: boolean; family?: number; hints?: number }, callback: LookupCallback): void => {
+    if (isLoopbackName(hostname)) return callback(new ForbiddenDestinationError(hostname), []);
+    resolve(hostname, { family: options.family ?? 0, hints: options.hints ?? 0, all: true }, (error, addresses) => {
+      if (error) return callback(error, []);
+      const forbidden = addresses.find((a) => isForbiddenAddress(a.address));
+      if (forbidden) return callback(new ForbiddenDestinationError(forbidden.address), []);
+      if (options.all) return callback(null, addresses);
+      const first = addresses[0];
+      if (!first) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), []);
+      callback(null, first.address, first.family);
+    });
+  };
 }
 
 /** 10000 → "10s", 1500 → "1500ms": how timeouts are written in the configuration. */
@@ -78,7 +96,6 @@ const CONNECTION_ERRORS: Record<string, string> = {
 
 /** The short text an attempt's error is shown as (GET /webhooks/{id}/deliveries): never a stack. */
 function describe(error: unknown): string {
-  if (error instanceof ForbiddenDestinationError) return error.message;
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === 'string') {
     if (CONNECTION_ERRORS[code]) return CONNECTION_ERRORS[code];
@@ -111,7 +128,7 @@ export class Sender {
       bodyTimeout: options.timeoutMs,
       connect: {
         timeout: options.timeoutMs,
-        ...(options.allowPrivate ? {} : { lookup: checkedLookup }),
+        ...(options.allowPrivate ? {} : { lookup: checkedLookup(options.resolve ?? dnsLookup) }),
       },
     });
   }
@@ -122,7 +139,7 @@ export class Sender {
    */
   async send(delivery: ClaimedDelivery, controller: AbortController = new AbortController()): Promise<SendResult> {
     const refused = this.#refusedLiteral(delivery.url);
-    if (refused) return { status: null, error: refused };
+    if (refused) return refused;
     const timer = setTimeout(() => controller.abort(TIMED_OUT), this.#options.timeoutMs);
     let status: number | null = null;
     try {
@@ -150,6 +167,7 @@ export class Sender {
       if (controller.signal.aborted) {
         return { status, error: controller.signal.reason === TIMED_OUT ? this.#timeoutText : 'aborted' };
       }
+      if (error instanceof ForbiddenDestinationError) return { status: null, error: error.message, forbidden: true };
       return { status, error: describe(error) };
     } finally {
       clearTimeout(timer);
@@ -161,17 +179,16 @@ export class Sender {
    * checked here, before anything is sent. (Registration refuses such URLs too; this catches an endpoint
    * registered while WEBHOOK_ALLOW_PRIVATE was on.)
    */
-  #refusedLiteral(url: string): string | null {
+  #refusedLiteral(url: string): SendResult | null {
     if (this.#options.allowPrivate) return null;
-    let host: string;
+    let address: string | null;
     try {
-      host = new URL(url).hostname;
+      address = literalAddress(new URL(url));
     } catch {
-      return 'invalid URL';
+      return { status: null, error: 'invalid URL' };
     }
-    if (host.startsWith('[')) host = host.slice(1, -1);
-    if (isIP(host) === 0 || !isForbiddenAddress(host)) return null;
-    return new ForbiddenDestinationError(host).message;
+    if (address === null || !isForbiddenAddress(address)) return null;
+    return { status: null, error: new ForbiddenDestinationError(address).message, forbidden: true };
   }
 
   /** Closes the pool's connections; attempts still in flight fail. */

@@ -60,9 +60,9 @@ test('CLI mistakes are clear messages with a non-zero exit', async (t) => {
     [['token', 'revoke'], 2, /needs one token ID/],
     [['token', 'revoke', 'abc'], 2, /needs one token ID/],
     [['token', 'revoke', '999'], 1, /no active token with ID 999/],
-    [['serve', '--port', 'http'], 2, /PORT must be a whole number from 0 to 65535/],
-    [['serve', '--rate-limit', 'fast'], 2, /RATE_LIMIT must look like 600\/minute/],
-    [['migrate', '--database-url', 'mysql://x'], 2, /DATABASE_URL must start with sqlite:, postgres:\/\/ or postgresql:\/\//],
+    [['serve', '--port', 'http'], 2, /--port must be a whole number from 0 to 65535/],
+    [['serve', '--rate-limit', 'fast'], 2, /--rate-limit must look like 600\/minute/],
+    [['migrate', '--database-url', 'mysql://x'], 2, /--database-url must start with sqlite:, postgres:\/\/ or postgresql:\/\//],
   ];
   for (const [args, code, message] of cases) {
     const res = await runCli(args, env);

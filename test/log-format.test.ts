@@ -206,7 +206,7 @@ test('a refused configuration or command line of serve: exit 2 and one fatal lin
   const cases = [
     { args: [], env: { LOG_FORMAT: 'xml' }, format: 'json', message: /^LOG_FORMAT must be one of auto, json, pretty, got "xml"$/ },
     { args: ['--port', 'http'], env: { LOG_FORMAT: 'pretty' }, format: 'pretty', message: /^--port must be a whole number from 0 to 65535/ },
-    { args: ['--bogus', '--log-format', 'pretty'], env: {}, format: 'pretty', message: /^Unknown option '--bogus'/ },
+    { args: ['--bogus', '--log-format', 'pretty'], env: {}, format: 'pretty', message: /^unknown option --bogus; see "plantstore serve --help"/ },
     { args: ['--log-format', 'json'], env: { LOG_FORMAT: 'pretty', RATE_LIMIT: 'fast' }, format: 'json', message: /^RATE_LIMIT must look like/ },
   ] as const;
   for (const { args, env, format, message } of cases) {

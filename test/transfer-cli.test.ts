@@ -65,7 +65,7 @@ test('plantstore import: a conflict exits 1 and says what to do, --skip-conflict
   const cases: Array<[string[], number, RegExp]> = [
     [['import'], 2, /import needs one FILE/],
     [['import', file, file], 2, /import needs one FILE/],
-    [['import', '--bogus', file], 2, /Unknown option '--bogus'/],
+    [['import', '--bogus', file], 2, /unknown option --bogus; see "plantstore import --help"/],
     [['export', '--out', ''], 2, /--out needs a file name/],
     [['import', join(dir, 'missing.ndjson')], 1, /cannot read .*missing\.ndjson: ENOENT/],
     [['import', newer], 1, /export format version 7; this plantstore reads version 1 only/],

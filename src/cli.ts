@@ -1,7 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
 import {
-  allowedValues, ConfigError, loadConfig, loadDatabaseConfig, loadLogConfig, OPTIONS, type Config, type DatabaseConfig, type OptionInfo,
+  allowedValues, ConfigError, loadConfig, loadDatabaseConfig, loadLogConfig, OPTIONS, type Config, type OptionInfo,
 } from './config.js';
 import { isScope, SCOPES, userNameProblem, visibleText, type Scope } from './domain/principal.js';
 import type { DeliveryAttempt } from './domain/webhook.js';
@@ -9,13 +9,11 @@ import { deliveryView } from './webhooks/views.js';
 import { descriptionProblem, endpointUrlProblem, registerWebhook, WebhookRequestError } from './webhooks/register.js';
 import type { Logger } from 'pino';
 import { processLogger } from './logger.js';
-import { openStore, openTransferStore, type OpenOptions } from './store/open.js';
-import type { Store } from './store/store.js';
+import { openTransferStore } from './store/open.js';
 import { parseDuration } from './domain/duration.js';
+import { OptionError, parse, UsageError } from './cli-args.js';
+import { describeStore, withOpenedStore, withStore } from './cli-store.js';
 import { issueToken, parseTokenId, REVOCATION_WITHIN_MS, TOKEN_ID_MAX, TokenRequestError, tokenStatus as status } from './tokens.js';
-
-/** A mistake in how the command was called: message on stderr, exit code 2. */
-class UsageError extends Error {}
 
 /** Said already, as a log line (`serve`): main prints nothing more, and exits with this code. */
 class LoggedError extends Error {
@@ -175,64 +173,6 @@ environment. N is a whole number; DURATION is a whole number and s, m, h or d.
 ${rows.join('\n')}`;
 }
 
-function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T, allowPositionals = false) {
-  try {
-    return parseArgs({ args, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals, strict: true });
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-}
-
-/** The store as the CLI names it on stderr: a PostgreSQL URL keeps everything but its passwords. */
-export function describeStore(database: DatabaseConfig): string {
-  if (database.kind === 'sqlite') return `sqlite:${database.path}`;
-  let url: URL;
-  try {
-    url = new URL(database.url);
-  } catch {
-    return `${database.url.slice(0, database.url.indexOf(':'))}://… (unparsable URL, not shown: it may hold a password)`;
-  }
-  if (url.password !== '') url.password = '***';
-  // node-postgres also reads passwords from the query string (password=, sslpassword=).
-  for (const name of [...url.searchParams.keys()]) if (/password/i.test(name)) url.searchParams.set(name, '***');
-  return url.toString();
-}
-
-function withStore<T>(databaseUrl: string | undefined, use: (store: Store) => Promise<T>): Promise<T> {
-  return withOpenedStore(databaseUrl, openStore, use);
-}
-
-async function withOpenedStore<S extends Store, T>(
-  databaseUrl: string | undefined,
-  open: (location: DatabaseConfig, options: OpenOptions) => Promise<S>,
-  use: (store: S) => Promise<T>,
-  { mustExist = false } = {},
-): Promise<T> {
-  const config = loadDatabaseConfig(databaseUrl);
-  // A relative default means a CLI run from another directory finds another store, or makes a new one
-  // whose tokens the server never sees: say which store this is, and when it is new.
-  console.error(`using ${describeStore(config.database)}`);
-  if (config.database.kind === 'sqlite' && !existsSync(config.database.path)) {
-    if (mustExist) throw new Error(`no store at ${config.database.path}: there is nothing to export`);
-    console.error(
-      `no store at ${config.database.path} yet: creating a new one (a server started in another directory, ` +
-        'or with another DATABASE_URL, will not see it)',
-    );
-  }
-  // Progress (waiting for PostgreSQL) goes to stderr, so stdout carries only the command's output.
-  const logger = processLogger('info', config.logFormat, { fd: 2, sync: true });
-  const store = await open(config.database, {
-    logger,
-    poolSize: 1,
-    startupTimeoutMs: config.databaseStartupTimeoutMs,
-  });
-  try {
-    return await use(store);
-  } finally {
-    await store.close();
-  }
-}
-
 const SERVE_FLAGS = Object.fromEntries(OPTIONS.map((o) => [o.flag, { type: 'string' as const }]));
 
 /** The flags' values as far as they can be read from arguments that are refused (to log the refusal as asked). */
@@ -268,7 +208,8 @@ async function serveCommand(args: string[]): Promise<void> {
     config = loadConfig(Object.fromEntries(OPTIONS.map((o) => [o.flag, values[o.flag] as string | undefined])));
   } catch (error) {
     const settings = loadLogConfig(flagsOf(args));
-    throw fatal(processLogger(settings.logLevel, settings.logFormat), error, error instanceof UsageError || error instanceof ConfigError, 2);
+    const refused = error instanceof OptionError ? new OptionError(error.withHelp('serve')) : error;
+    throw fatal(processLogger(settings.logLevel, settings.logFormat), refused, error instanceof UsageError || error instanceof ConfigError, 2);
   }
   const logger = processLogger(config.logLevel, config.logFormat);
   // Loaded here so that token and migrate commands do not pay for loading the HTTP stack.
@@ -303,9 +244,15 @@ async function backupCommand(args: string[]): Promise<void> {
 async function migrateCommand(args: string[]): Promise<void> {
   const { values } = parse(args, DATABASE_OPTION);
   if (values.help) return void console.log(HELP.migrate);
-  await withStore(values['database-url'], async (store) => {
-    console.log(`Migrations applied; the ${store.backend} store is up to date.`);
-  });
+  let applied: readonly string[] = [];
+  await withStore(
+    values['database-url'],
+    async (store) => {
+      const done = applied.length === 0 ? 'No migrations were pending' : `Applied ${applied.length === 1 ? 'migration' : 'migrations'} ${applied.join(', ')}`;
+      console.log(`${done}; the ${store.backend} store is up to date.`);
+    },
+    { onMigrated: (names) => (applied = names) },
+  );
 }
 
 async function tokenCreate(args: string[]): Promise<void> {
@@ -345,7 +292,7 @@ async function tokenCreate(args: string[]): Promise<void> {
 async function tokenList(args: string[]): Promise<void> {
   const { values } = parse(args, { ...DATABASE_OPTION, json: { type: 'boolean' } });
   if (values.help) return void console.log(HELP.token);
-  const tokens = await withStore(values['database-url'], (store) => store.listTokens());
+  const tokens = await withStore(values['database-url'], (store) => store.listTokens(), { missing: 'there are no tokens to list' });
   if (values.json) {
     const out = tokens.map((t) => ({
       id: t.id, user: t.user, scopes: t.scopes, admin: t.admin, name: t.name, status: status(t),
@@ -369,7 +316,7 @@ async function tokenRevoke(args: string[]): Promise<void> {
   if (id === undefined || extra.length > 0 || !/^[1-9]\d*$/.test(id)) throw new UsageError('token revoke needs one token ID (see "token list")');
   // Exactly, or not at all: an id past 2^53 - 1 would round to another token's.
   const exact = parseTokenId(id);
-  const revoked = exact !== null && (await withStore(values['database-url'], (store) => store.revokeToken(exact)));
+  const revoked = exact !== null && (await withStore(values['database-url'], (store) => store.revokeToken(exact), { missing: 'there is no token to revoke' }));
   if (!revoked) throw new Error(`no active token with ID ${id}${exact === null ? ` (token ids end at ${TOKEN_ID_MAX})` : ''}`);
   console.log(`Revoked token ${id}. Running servers refuse it within ${REVOCATION_WITHIN_MS / 1000} seconds.`);
 }
@@ -433,7 +380,9 @@ async function webhookAdd(args: string[]): Promise<void> {
 async function webhookList(args: string[]): Promise<void> {
   const { values } = parse(args, { ...DATABASE_OPTION, user: { type: 'string' }, json: { type: 'boolean' } });
   if (values.help) return void console.log(HELP.webhook);
-  const endpoints = await withStore(values['database-url'], (store) => store.listWebhooks(values.user ?? null));
+  const endpoints = await withStore(values['database-url'], (store) => store.listWebhooks(values.user ?? null), {
+    missing: 'there are no webhook endpoints to list',
+  });
   if (values.json) {
     const out = endpoints.map((e) => ({
       id: e.id, user: e.user, allUsers: e.allUsers, url: e.url, description: e.description, createdAt: e.createdAt.toISOString(),
@@ -462,7 +411,7 @@ async function webhookRemove(args: string[]): Promise<void> {
   const { values, positionals } = parse(args, DATABASE_OPTION, true);
   if (values.help) return void console.log(HELP.webhook);
   const id = endpointIdArgument('remove', positionals);
-  const removed = await withStore(values['database-url'], (store) => store.deleteWebhook(id, null));
+  const removed = await withStore(values['database-url'], (store) => store.deleteWebhook(id, null), { missing: 'there is no webhook endpoint to remove' });
   if (!removed) throw new Error(`no webhook endpoint with ID ${id}`);
   console.log(`Removed webhook endpoint ${id}; no delivery to it starts from now on.`);
 }
@@ -485,7 +434,9 @@ async function webhookDeliveries(args: string[]): Promise<void> {
   const id = endpointIdArgument('deliveries', positionals);
   const limitText = values.limit ?? '50';
   if (!DELIVERIES_LIMIT.test(limitText) || Number(limitText) > 1000) throw new UsageError(`--limit must be a whole number from 1 to 1000, got "${limitText}"`);
-  const attempts = await withStore(values['database-url'], (store) => store.listDeliveryAttempts(id, null, Number(limitText)));
+  const attempts = await withStore(values['database-url'], (store) => store.listDeliveryAttempts(id, null, Number(limitText)), {
+    missing: 'there are no deliveries to show',
+  });
   if (attempts === null) throw new Error(`no webhook endpoint with ID ${id}`);
   if (values.json) return void console.log(deliveriesJson(attempts));
   printTable([
@@ -527,13 +478,15 @@ async function importCommand(args: string[]): Promise<void> {
   if (values.help) return void console.log(HELP.import);
   const [path, ...extra] = positionals;
   if (path === undefined || path === '' || extra.length > 0) throw new UsageError('import needs one FILE (written by "plantstore export"; - for stdin)');
-  const { openImportFile, runImport } = await import('./transfer/import.js');
+  const { openImportFile, readImportHeader, runImport } = await import('./transfer/import.js');
   const file = await openImportFile(path);
   try {
+    // Before the store opens: a file that is not an export creates no store.
+    const source = await readImportHeader(file.input);
     await withOpenedStore(
       values['database-url'],
       (location, options) => openTransferStore(location, { ...options, importing: true }),
-      (store) => runImport(store, file, { skipConflicts: values['skip-conflicts'] ?? false, log: (line) => console.error(line) }),
+      (store) => runImport(store, file.name, source, { skipConflicts: values['skip-conflicts'] ?? false, log: (line) => console.error(line) }),
     );
   } finally {
     await file.close();
@@ -566,6 +519,7 @@ function version(): string {
 
 export async function main(argv: string[]): Promise<number> {
   const [first, second, ...rest] = argv;
+  let name = '';
   try {
     if (first === '--version' || first === '-v' || first === 'version') {
       console.log(`plantstore ${version()}`);
@@ -580,7 +534,7 @@ export async function main(argv: string[]): Promise<number> {
       console.log(GROUPS[group]);
       return second === undefined ? 2 : 0;
     }
-    const name = group === undefined ? first : `${group} ${second}`;
+    name = group === undefined ? first : `${group} ${second}`;
     const command = COMMANDS[name];
     if (!command) throw new UsageError(`unknown command "${name}"\n\n${HELP.main}`);
     await command(group === undefined ? argv.slice(1) : rest);
@@ -588,7 +542,7 @@ export async function main(argv: string[]): Promise<number> {
   } catch (error) {
     if (error instanceof LoggedError) return error.exitCode;
     const usage = error instanceof UsageError || error instanceof ConfigError || error instanceof TokenRequestError;
-    console.error(`plantstore: ${(error as Error).message}`);
+    console.error(`plantstore: ${error instanceof OptionError ? error.withHelp(name) : (error as Error).message}`);
     return usage ? 2 : 1;
   }
 }

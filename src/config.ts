@@ -1,11 +1,13 @@
 import { isIP } from 'node:net';
-import { isAbsolute, resolve } from 'node:path';
 import envSchema from 'env-schema';
 import { Type, type TSchema } from 'typebox';
+import { asTyped, ConfigError } from './config-error.js';
+import { DATABASE_URL_REFUSAL, parseDatabaseUrl } from './database-config.js';
 import { DURATION, parseDuration } from './domain/duration.js';
 import { isScope, type Scope } from './domain/principal.js';
 
-export type DatabaseConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
+export { ConfigError } from './config-error.js';
+export { parseDatabaseUrl, type DatabaseConfig } from './database-config.js';
 
 /** At most `limit` events per `windowMs`, counted in fixed windows. */
 export interface Rate {
@@ -15,8 +17,6 @@ export interface Rate {
 
 /** Fastify's trustProxy: false, or the proxies' addresses/CIDRs (and proxy-addr's named ranges). */
 export type TrustProxy = false | string;
-
-export class ConfigError extends Error {}
 
 /** What a number or duration option accepts, for `serve --help` and the README (others say so in their help). */
 export type OptionValues = { readonly kind: 'integer'; readonly min: number; readonly max: number } | { readonly kind: 'duration' };
@@ -386,21 +386,6 @@ export function parseRate(name: string, value: string): Rate | null {
   return { limit: Number(m[1]), windowMs: WINDOW_MS[m[2] as keyof typeof WINDOW_MS] };
 }
 
-// The value may hold a password, so it is not repeated in the message.
-const DATABASE_URL_REFUSAL = 'DATABASE_URL must start with sqlite:, postgres:// or postgresql://';
-
-export function parseDatabaseUrl(value: string): DatabaseConfig {
-  if (value.startsWith('sqlite:')) {
-    const path = value.slice('sqlite:'.length);
-    if (path === '' || path === ':memory:') {
-      throw new ConfigError('DATABASE_URL sqlite: needs a file path (an in-memory store would not be durable)');
-    }
-    return { kind: 'sqlite', path: isAbsolute(path) ? path : resolve(path) };
-  }
-  if (/^postgres(ql)?:\/\//.test(value)) return { kind: 'postgres', url: value };
-  throw new ConfigError(DATABASE_URL_REFUSAL);
-}
-
 /**
  * The raw settings as one object schema, keyed by variable: env-schema validates them all in one pass
  * and fills in the defaults. Built once; ajv compiles it on first use and keeps the compiled validator.
@@ -417,15 +402,19 @@ export function loadConfig(flags: Readonly<Record<string, string | undefined>> =
     const value = flags[o.flag] ?? env[o.env];
     if (value !== undefined) given[o.env] = value;
   }
-  let raw: Record<string, unknown>;
   try {
     // env: false, since the caller passes the environment (tests pass their own); our strings need no
     // coercion (every schema is a string), so env-schema's shared ajv instance is used as it is.
-    raw = envSchema({ schema: RAW_SCHEMA, data: given, env: false });
+    let raw: Record<string, unknown>;
+    try {
+      raw = envSchema({ schema: RAW_SCHEMA, data: given, env: false });
+    } catch (error) {
+      throw refusalOf(error, given);
+    }
+    return configOf(raw);
   } catch (error) {
-    throw refusalOf(error, given);
+    throw error instanceof ConfigError ? asTyped(error, OPTIONS.filter((o) => flags[o.flag] !== undefined)) : error;
   }
-  return configOf(raw);
 }
 
 /** The settings from validated raw text: each option's parse, in table order. */

@@ -1,12 +1,15 @@
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp } from './app.js';
 import type { Config, DatabaseConfig } from './config.js';
+import { postgresPlace } from './domain/database-url.js';
 import { LateStore } from './http/readiness.js';
 import { httpMetrics } from './metrics/http.js';
 import { listenMetrics, type MetricsListener } from './metrics/listener.js';
 import { Metrics } from './metrics/metrics.js';
-import { openStore } from './store/open.js';
+import { openStore, type OpenOptions } from './store/open.js';
 import { sqliteDriver } from './store/sqlite-driver.js';
 import type { Store, StoreObserver } from './store/store.js';
 import { packageVersion } from './version.js';
@@ -27,9 +30,7 @@ export class StartupError extends Error {
 
 /** The store's location, for messages: the SQLite path, or PostgreSQL's host:port/database (never a password). */
 function where(database: DatabaseConfig): string {
-  if (database.kind === 'sqlite') return database.path;
-  const url = new URL(database.url);
-  return `PostgreSQL at ${url.hostname}:${url.port || '5432'}${url.pathname}`;
+  return database.kind === 'sqlite' ? database.path : `PostgreSQL at ${postgresPlace(database.url)}`;
 }
 
 function storeError(database: DatabaseConfig, error: unknown): StartupError {
@@ -54,7 +55,25 @@ function listenError(host: string, port: number, error: unknown, what = ''): Sta
   return new StartupError(`cannot listen${what} on ${host}:${port}: ${reason}`);
 }
 
-function open(config: Config, logger: Logger, observer: StoreObserver | undefined): Promise<Store> {
+/**
+ * Binds the address and lets it go at once, so that a port in use, an address that is not this
+ * machine's or a host name that does not resolve ends start-up before a new SQLite store is created
+ * for a server that never ran. (A port taken between this and the real listen still fails there.)
+ */
+async function checkAddress(host: string, port: number, what = ''): Promise<void> {
+  const server = createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen({ host, port, exclusive: true }, resolve);
+    });
+  } catch (error) {
+    throw listenError(host, port, error, what);
+  }
+  await new Promise((resolve) => server.close(resolve));
+}
+
+function open(config: Config, logger: Logger, observer: StoreObserver | undefined, startup: Pick<OpenOptions, 'onWaiting' | 'signal'>): Promise<Store> {
   return openStore(config.database, {
     logger,
     poolSize: config.databasePoolSize,
@@ -62,6 +81,7 @@ function open(config: Config, logger: Logger, observer: StoreObserver | undefine
     listCachePlants: config.listCachePlants,
     server: true,
     observer,
+    ...startup,
   });
 }
 
@@ -168,13 +188,16 @@ function stopOnSignals(
 
 /**
  * Opens the store and listens, then serves until a signal (see stopOnSignals). Nothing says "listening"
- * before the server can serve:
+ * before the server can serve, and a start-up that fails on something to fix fails before it listens:
  *
- * - SQLite opens in milliseconds, so it opens first: a locked, corrupt or impossible store ends start-up
- *   before the port is taken.
- * - PostgreSQL may take a while to accept connections (a database starting next to this server), so the
- *   server listens first: /healthz answers 200 and everything else 503 50301 until the store is open, and
- *   an orchestrator sees a live process that is not ready yet.
+ * - The addresses are checked first when the SQLite store is still to be created (checkAddress): a
+ *   port in use creates no store.
+ * - The store opens next. SQLite opens in milliseconds; a locked, corrupt or impossible store ends
+ *   start-up. PostgreSQL's first connection says at once whether the configuration is wrong (a login,
+ *   a database, TLS refused: start-up ends) or the database merely not there yet: it may take a while to
+ *   accept connections (a database starting next to this server), so the server then listens while it
+ *   waits: /healthz answers 200 and everything else 503 50301 until the store is open, and an
+ *   orchestrator sees a live process that is not ready yet.
  *
  * A failure to listen or to open the store rejects with a StartupError naming the port or the store;
  * everything opened so far is closed, so that the process can exit 1. `logger` is the process's
@@ -188,31 +211,42 @@ export async function serve(config: Config, logger: Logger): Promise<FastifyInst
   /** What the app and the dispatcher use: the store, its operations timed when metrics are on. */
   const measured = (opened: Store): Store => (metrics ? metrics.measure(opened) : opened);
   const signals = stopOnSignals(logger, target, config);
-  /** Undefined when a signal came while the store opened: the shutdown it started ends the process. */
-  const openStoreUnlessStopping = async (): Promise<Store | undefined> => {
-    let opened: Store;
-    try {
-      opened = await open(config, logger, metrics?.storeObserver);
-    } catch (error) {
-      throw storeError(config.database, error);
-    }
-    if (signals.stopping) {
-      await opened.close();
-      return undefined;
-    }
-    return opened;
-  };
+  /** Stops a PostgreSQL start-up still waiting for the database when start-up fails elsewhere. */
+  const abandon = new AbortController();
+  let opening: Promise<Store | undefined> | undefined;
   try {
-    // SQLite: the app is built on the open store, so its requests pass no readiness gate.
+    // Only where opening would create the store: otherwise a locked store's message (another server
+    // is serving it) says more than the port in use that such a server also holds.
+    if (config.database.kind === 'sqlite' && !existsSync(config.database.path)) {
+      await checkAddress(config.host, config.port);
+      if (config.metricsPort !== null) await checkAddress(config.metricsHost, config.metricsPort, ' for metrics');
+    }
+    let waiting = (): void => undefined;
+    const waits = new Promise<'waiting'>((resolve) => (waiting = () => resolve('waiting')));
+    /** Undefined when a signal came while the store opened: the shutdown it started ends the process. */
+    opening = (async () => {
+      let opened: Store;
+      try {
+        opened = await open(config, logger, metrics?.storeObserver, { onWaiting: waiting, signal: abandon.signal });
+      } catch (error) {
+        throw storeError(config.database, error);
+      }
+      if (signals.stopping) {
+        await opened.close();
+        return undefined;
+      }
+      return opened;
+    })();
+    const first = await Promise.race([opening, waits]);
+    if (first === undefined) return undefined;
+    // Open already: the app is built on the store, so its requests pass no readiness gate.
     let store: Store | LateStore;
-    if (config.database.kind === 'sqlite') {
-      const opened = await openStoreUnlessStopping();
-      if (!opened) return undefined;
-      target.store = opened;
-      metrics?.storeOpened(opened);
-      store = measured(opened);
-    } else {
+    if (first === 'waiting') {
       store = new LateStore();
+    } else {
+      target.store = first;
+      metrics?.storeOpened(first);
+      store = measured(first);
     }
     const app = await buildApp({ ...config, store, logger });
     if (metrics) await app.register(httpMetrics, { metrics });
@@ -246,7 +280,7 @@ export async function serve(config: Config, logger: Logger): Promise<FastifyInst
     let opened: Store;
     if (store instanceof LateStore) {
       app.log.info({ store: where(config.database) }, 'opening the store; requests are answered 503 until it is open');
-      const late = await openStoreUnlessStopping();
+      const late = await opening;
       if (!late) return app;
       metrics?.storeOpened(late);
       opened = measured(late);
@@ -263,8 +297,12 @@ export async function serve(config: Config, logger: Logger): Promise<FastifyInst
   } catch (error) {
     if (signals.stopping) return target.app;
     signals.uninstall();
+    // A store still opening (PostgreSQL waiting for the database) stops waiting; one that opened anyway is closed.
+    abandon.abort();
+    const late = await opening?.catch(() => undefined);
     if (target.app) await target.app.close();
     else await target.store?.close();
+    if (late !== undefined && late !== target.store) await late.close();
     throw error;
   }
 }

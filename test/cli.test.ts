@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
-import { describeStore } from '../src/cli.js';
+import { describeStore } from '../src/cli-store.js';
 import { OPTIONS, parseDatabaseUrl, type OptionInfo } from '../src/config.js';
 import { testDatabase, testStore } from './helpers.js';
 import { generateToken, hashToken } from '../src/tokens.js';
-import { runCli, startServer } from './process.js';
+import { FATAL, logLines, runCli, startServer } from './process.js';
 
 const TOKEN = /^pst_[A-Za-z0-9_-]{43}$/;
 const lastLine = (text: string) => text.trimEnd().split('\n').at(-1) ?? '';
@@ -49,6 +49,7 @@ test('token create prints the secret alone on the last line of stdout; token lis
 
 test('CLI mistakes are clear messages with a non-zero exit', async (t) => {
   const env = { DATABASE_URL: (await testDatabase(t)).url };
+  assert.equal((await runCli(['migrate'], env)).code, 0, 'a store to find no token in');
   const cases: Array<[string[], number, RegExp]> = [
     [[], 2, /Usage: plantstore <command>/],
     [['frobnicate'], 2, /unknown command "frobnicate"/],
@@ -59,19 +60,72 @@ test('CLI mistakes are clear messages with a non-zero exit', async (t) => {
     [['token', 'create', '--user', ' padded'], 2, /user name must not/],
     [['token', 'create', '--user', 'x\u202Ey'], 2, /user name must not contain control characters, invisible format characters .*\(found U\+202E\)/],
     [['token', 'create', '--user', 'alice', '--name', 'lap\u200Btop'], 2, /token name must not contain .*\(found U\+200B\)/],
-    [['token', 'create', '--user', 'a', '--bogus'], 2, /Unknown option '--bogus'/],
+    [['token', 'create', '--user', 'a', '--bogus'], 2, /unknown option --bogus; see "plantstore token create --help"/],
     [['token', 'revoke'], 2, /needs one token ID/],
     [['token', 'revoke', 'abc'], 2, /needs one token ID/],
     [['token', 'revoke', '999'], 1, /no active token with ID 999/],
-    [['serve', '--port', 'http'], 2, /PORT must be a whole number from 0 to 65535/],
-    [['serve', '--rate-limit', 'fast'], 2, /RATE_LIMIT must look like 600\/minute/],
-    [['migrate', '--database-url', 'mysql://x'], 2, /DATABASE_URL must start with sqlite:, postgres:\/\/ or postgresql:\/\//],
+    [['serve', '--port', 'http'], 2, /--port must be a whole number from 0 to 65535/],
+    [['serve', '--rate-limit', 'fast'], 2, /--rate-limit must look like 600\/minute/],
+    [['migrate', '--database-url', 'mysql://x'], 2, /--database-url must start with sqlite:, postgres:\/\/ or postgresql:\/\//],
   ];
   for (const [args, code, message] of cases) {
     const res = await runCli(args, env);
     assert.equal(res.code, code, args.join(' '));
     assert.match(res.stderr + res.stdout, message, args.join(' '));
   }
+});
+
+test('an unknown option is answered with the nearest one, if any, and where the options are listed', async () => {
+  const cases: Array<[string[], string]> = [
+    [['token', 'create', '--usr', 'alice'], 'unknown option --usr (did you mean --user?); see "plantstore token create --help"'],
+    [['token', 'create', '--user', 'alice', '--scopes', 'plants:read'], 'unknown option --scopes (did you mean --scope?); see "plantstore token create --help"'],
+    [['webhook', 'list', '--jsno'], 'unknown option --jsno (did you mean --json?); see "plantstore webhook list --help"'],
+    [['token', 'list', '--frobnicate'], 'unknown option --frobnicate; see "plantstore token list --help"'],
+  ];
+  for (const [args, message] of cases) {
+    const res = await runCli(args);
+    assert.equal(res.code, 2, args.join(' '));
+    assert.equal(res.stderr, `plantstore: ${message}\n`, args.join(' '));
+  }
+  const serve = await runCli(['serve', '--prot', '8080']);
+  assert.equal(serve.code, 2);
+  assert.deepEqual(logLines(serve.stdout).map((l) => [l.level, l.msg]), [[FATAL, 'unknown option --prot (did you mean --port?); see "plantstore serve --help"']]);
+});
+
+test('an option given without its value says it needs one, not that its argument is ambiguous', async () => {
+  const cases: Array<[string[], string]> = [
+    [['token', 'create', '--user'], '--user needs a value; see "plantstore token create --help"'],
+    [
+      ['token', 'create', '--user', '--admin'],
+      '--user needs a value (--admin was read as an option; a value starting with "-" is written --user=--admin); see "plantstore token create --help"',
+    ],
+  ];
+  for (const [args, message] of cases) {
+    const res = await runCli(args);
+    assert.equal(res.code, 2, args.join(' '));
+    assert.equal(res.stderr, `plantstore: ${message}\n`, args.join(' '));
+  }
+  const serve = await runCli(['serve', '--host']);
+  assert.deepEqual(logLines(serve.stdout).map((l) => l.msg), ['--host needs a value; see "plantstore serve --help"']);
+});
+
+test('serve names a refused setting as the user gave it: --port for the flag, PORT for the environment', async () => {
+  const flag = await runCli(['serve', '--port', 'abc'], { PORT: undefined });
+  assert.equal(flag.code, 2);
+  assert.deepEqual(logLines(flag.stdout).map((l) => [l.level, l.msg]), [[FATAL, '--port must be a whole number from 0 to 65535, got "abc"']]);
+  const env = await runCli(['serve'], { PORT: 'abc' });
+  assert.equal(env.code, 2);
+  assert.deepEqual(logLines(env.stdout).map((l) => [l.level, l.msg]), [[FATAL, 'PORT must be a whole number from 0 to 65535, got "abc"']]);
+});
+
+test('migrate says which migrations it applied, and that none were pending when the store was up to date', async (t) => {
+  const env = { DATABASE_URL: (await testDatabase(t)).url };
+  const first = await runCli(['migrate'], env);
+  assert.equal(first.code, 0, first.stderr);
+  assert.match(first.stdout, /^Applied migrations 001_init, 002_\w+, 003_\w+, 004_webhooks, 005_\w+, 006_list_indexes_covering; the (sqlite|postgres) store is up to date\.\n$/);
+  const again = await runCli(['migrate'], env);
+  assert.equal(again.code, 0, again.stderr);
+  assert.match(again.stdout, /^No migrations were pending; the (sqlite|postgres) store is up to date\.\n$/);
 });
 
 test('--help documents every command and every serve option', async () => {

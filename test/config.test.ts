@@ -110,6 +110,42 @@ test('a refused DATABASE_URL is not echoed, since it may hold a password', () =>
   );
 });
 
+test('a postgres DATABASE_URL that node-postgres cannot read is refused as configuration loads, naming the part, never echoing the URL', () => {
+  const port = 'DATABASE_URL: the port must be a whole number from 1 to 65535';
+  const cases: Array<[string, string | RegExp]> = [
+    ['postgres://app:hunter2@db:abc/plants', port],
+    ['postgres://app:hunter2@db:0/plants', port],
+    ['postgres://app:hunter2@db:65536/plants', port],
+    ['postgresql://app:hunter2@[::1]:x/plants', port],
+    ['postgres://app:hunter2@db/plants?port=abc', 'DATABASE_URL: port= must be a whole number from 1 to 65535'],
+    // An unencoded "/" in the password: the authority ends there, so no parser can read it.
+    ['postgres://app:hunt/er2@db/plants', /^DATABASE_URL is not a URL node-postgres can read \(postgres:\/\/user:password@host:port\/database; .*percent-encoded\)$/],
+  ];
+  for (const [url, message] of cases) {
+    assert.throws(
+      () => loadConfig({}, { DATABASE_URL: url }),
+      (e: unknown) => e instanceof ConfigError && (typeof message === 'string' ? e.message === message : message.test(e.message)) && !/hunt/.test(e.message),
+      url,
+    );
+  }
+  // What node-postgres reads is accepted as it is: spaces, a socket directory with no host, IPv6, query settings.
+  for (const url of [
+    'postgres://app:p%40ss@[::1]:6543/plants?sslmode=require', 'postgres://app@/plants?host=/var/run/postgresql',
+    'postgres://app:pa ss@db/plants', 'postgres://db:65535/plants?port=5433&options=-c%20search_path%3Dplantstore',
+  ]) {
+    assert.deepEqual(loadConfig({}, { DATABASE_URL: url }).database, { kind: 'postgres', url }, url);
+  }
+});
+
+test('a refused setting is named as it was given: --port for the flag the user typed, PORT for the environment', () => {
+  assert.throws(() => loadConfig({ port: 'abc' }, {}), { message: '--port must be a whole number from 0 to 65535, got "abc"' });
+  assert.throws(() => loadConfig({}, { PORT: 'abc' }), { message: 'PORT must be a whole number from 0 to 65535, got "abc"' });
+  assert.throws(() => loadConfig({ 'database-url': 'postgres://db:abc/plants' }, {}), { message: '--database-url: the port must be a whole number from 1 to 65535' });
+  // Only the setting given as a flag is renamed (METRICS_PORT is not PORT), and a quoted value stays as given.
+  assert.throws(() => loadConfig({ port: '9000' }, { METRICS_PORT: '9000' }), { message: 'METRICS_PORT must differ from --port (9000): metrics have a listener of their own' });
+  assert.throws(() => loadConfig({ 'log-level': 'PORT' }, {}), { message: '--log-level must be one of fatal, error, warn, info, debug, trace, silent, got "PORT"' });
+});
+
 test('limits and security settings parse as documented', () => {
   const config = loadConfig({}, {
     RATE_LIMIT: '600/minute', AUTH_FAILURE_LIMIT: 'off', TRUST_PROXY: '10.0.0.0/8, loopback',

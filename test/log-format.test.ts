@@ -205,8 +205,8 @@ test('a port in use: exit 1 and one fatal line, in JSON or pretty as LOG_FORMAT 
 test('a refused configuration or command line of serve: exit 2 and one fatal line, in LOG_FORMAT when that is valid itself', async () => {
   const cases = [
     { args: [], env: { LOG_FORMAT: 'xml' }, format: 'json', message: /^LOG_FORMAT must be one of auto, json, pretty, got "xml"$/ },
-    { args: ['--port', 'http'], env: { LOG_FORMAT: 'pretty' }, format: 'pretty', message: /^PORT must be a whole number from 0 to 65535/ },
-    { args: ['--bogus', '--log-format', 'pretty'], env: {}, format: 'pretty', message: /^Unknown option '--bogus'/ },
+    { args: ['--port', 'http'], env: { LOG_FORMAT: 'pretty' }, format: 'pretty', message: /^--port must be a whole number from 0 to 65535/ },
+    { args: ['--bogus', '--log-format', 'pretty'], env: {}, format: 'pretty', message: /^unknown option --bogus; see "plantstore serve --help"/ },
     { args: ['--log-format', 'json'], env: { LOG_FORMAT: 'pretty', RATE_LIMIT: 'fast' }, format: 'json', message: /^RATE_LIMIT must look like/ },
   ] as const;
   for (const { args, env, format, message } of cases) {

@@ -73,6 +73,19 @@ test('an address that is not this machine\'s, or a host name that does not resol
   assertFailedStartup(unknown, /^cannot listen on no-such-host\.invalid:0: /, 'unresolvable HOST');
 });
 
+test('a DATABASE_URL whose port is not a number ends start-up before anything listens: one fatal line naming the setting, exit 2, no stack', async () => {
+  for (const [label, args, env, message] of [
+    ['the environment', ['--port', '0'], { DATABASE_URL: 'postgres://app:hunter2@127.0.0.1:abc/plants' }, 'DATABASE_URL: the port must be a whole number from 1 to 65535'],
+    ['the flag', ['--port', '0', '--database-url', 'postgres://app:hunter2@127.0.0.1:99999/plants'], {}, '--database-url: the port must be a whole number from 1 to 65535'],
+  ] as const) {
+    const result = await serveUntilExit([...args], env);
+    assert.equal(result.code, 2, `${label}: exit code; output: ${result.stdout}${result.stderr}`);
+    assert.equal(result.stderr, '', `${label}: nothing on stderr`);
+    assert.deepEqual(logLines(result.stdout).map((l) => [l.level, l.msg]), [[FATAL, message]], label);
+    assert.doesNotMatch(result.stdout, /stack|hunter2/, label);
+  }
+});
+
 test('SIGTERM while start-up waits for PostgreSQL ends the process at once, exit 0', async (t) => {
   const server = spawnServer(t, { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/test', DATABASE_STARTUP_TIMEOUT: '60s' });
   await server.listening;

@@ -65,7 +65,7 @@ test('plantstore import: a conflict exits 1 and says what to do, --skip-conflict
   const cases: Array<[string[], number, RegExp]> = [
     [['import'], 2, /import needs one FILE/],
     [['import', file, file], 2, /import needs one FILE/],
-    [['import', '--bogus', file], 2, /Unknown option '--bogus'/],
+    [['import', '--bogus', file], 2, /unknown option --bogus; see "plantstore import --help"/],
     [['export', '--out', ''], 2, /--out needs a file name/],
     [['import', join(dir, 'missing.ndjson')], 1, /cannot read .*missing\.ndjson: ENOENT/],
     [['import', newer], 1, /export format version 7; this plantstore reads version 1 only/],
@@ -114,4 +114,27 @@ test('plantstore export --out: an existing file only with --force; a pipe or a d
   const directory = await runCli(['export', '--out', dir], env);
   assert.equal(directory.code, 1);
   assert.match(directory.stderr, /it is a directory; name a file in it/);
+});
+
+test('plantstore import names the line that is not valid UTF-8, whichever line of a run of lines it is', async (t) => {
+  const source = await testApp(t);
+  const dir = tempDir(t);
+  const exported = join(dir, 'empty.ndjson');
+  assert.equal((await runCli(['export', '--out', exported], { DATABASE_URL: source.url })).code, 0);
+  const header = Buffer.from(readFileSync(exported, 'utf8').split('\n')[0] ?? '', 'utf8');
+  const bad = Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]); // {"\xff\xfe"}
+  const newline = Buffer.from('\n');
+  const cases: Array<[string, Buffer[], number]> = [
+    ['the line after the header', [header, newline, bad, newline], 2],
+    ['a later line, the lines before it valid', [header, newline, Buffer.from('{}\n{}\n'), bad, newline, Buffer.from('{}\n')], 4],
+    ['a last line without its newline', [header, newline, bad], 2],
+  ];
+  const env = { DATABASE_URL: (await testDatabase(t)).url };
+  for (const [label, parts, line] of cases) {
+    const file = join(dir, 'bad.ndjson');
+    writeFileSync(file, Buffer.concat(parts));
+    const res = await runCli(['import', file], env);
+    assert.equal(res.code, 1, `${label}: ${res.stderr}`);
+    assert.ok(res.stderr.endsWith(`plantstore: line ${line} is not valid UTF-8\n`), `${label}: ${res.stderr}`);
+  }
 });

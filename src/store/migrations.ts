@@ -19,3 +19,11 @@ export function loadMigrations(backend: 'sqlite' | 'postgres'): Migration[] {
     })
     .sort((a, b) => a.version - b.version);
 }
+
+/** A migration as its file names it, "006_list_indexes_covering": what `plantstore migrate` reports. */
+export function migrationName(m: Migration): string {
+  return `${String(m.version).padStart(3, '0')}_${m.name}`;
+}
+
+/** Told which migrations an open applied (none: the store was up to date). */
+export type MigrationsApplied = (names: readonly string[]) => void;

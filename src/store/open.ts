@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { cacheLists } from './list-cache.js';
 import { openPostgresStore } from './postgres.js';
 import { openSqliteStore } from './sqlite.js';
+import type { MigrationsApplied } from './migrations.js';
 import type { Store, StoreObserver } from './store.js';
 import type { TransferableStore } from './transfer.js';
 
@@ -23,6 +24,14 @@ export interface OpenOptions {
   readonly server?: boolean;
   /** Metrics (src/metrics/): group commits, the list cache, the pool. None: the store does no work for them. */
   readonly observer?: StoreObserver | undefined;
+  /** Told which migrations the open applied. */
+  readonly onMigrated?: MigrationsApplied | undefined;
+  /** PostgreSQL: called when the first connection failed in a way that waiting may mend (see postgres-startup.ts). */
+  readonly onWaiting?: (() => void) | undefined;
+  /** PostgreSQL: gives up waiting for the database; the open rejects. */
+  readonly signal?: AbortSignal | undefined;
+  /** SQLite: log that the store was created (default); the CLI says so itself. */
+  readonly logCreation?: boolean;
 }
 
 /**
@@ -39,6 +48,8 @@ export async function openStore(location: StoreLocation, options: OpenOptions): 
         server,
         logger: options.logger,
         observer: options.observer,
+        onMigrated: options.onMigrated,
+        ...(options.logCreation === undefined ? {} : { logCreation: options.logCreation }),
       });
       return server ? cacheLists(store, options.listCachePlants ?? 0, options.observer) : store;
     }
@@ -59,6 +70,8 @@ export async function openTransferStore(location: StoreLocation, options: OpenOp
         ...(options.queryTimeoutMs === undefined ? {} : { busyTimeoutMs: options.queryTimeoutMs }),
         server: options.importing,
         logger: options.logger,
+        onMigrated: options.onMigrated,
+        ...(options.logCreation === undefined ? {} : { logCreation: options.logCreation }),
       });
     case 'postgres':
       return openPostgresStore({ url: location.url, ...options });

@@ -1,7 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import type { Logger } from 'pino';
 import { plantOf, plantOfColumns, samePlant, type NewPlant } from '../domain/plant.js';
 import {
   backlogOf, claimedOf, JsonPage, listCall, migrationValues, pendingMigrations, statements, tokenOf, tokenValues,
@@ -15,22 +13,23 @@ import {
   type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type RateCount, type Store, type StoreObserver,
   type TokenRecord, type WebhookBacklog,
 } from './store.js';
+import { migrationName, type MigrationsApplied } from './migrations.js';
+import { storeError } from './postgres-errors.js';
+import { connectionString, waitForDatabase, type StartupOptions } from './postgres-startup.js';
 import { PostgresTransfer } from './postgres-transfer.js';
 import { listedAllUsers, receives, withdrawEvents } from './all-users-sql.js';
 import { POSTGRES_CLAIM } from './webhook-claim.js';
 import type { StoreTransfer, TransferableStore } from './transfer.js';
 
-export interface PostgresOptions {
-  readonly url: string;
+export interface PostgresOptions extends StartupOptions {
   readonly poolSize: number;
-  readonly startupTimeoutMs: number;
-  readonly logger: Logger;
   /** Bound on every query, enforced by the server (statement_timeout) and, a second later, by the client. */
   readonly queryTimeoutMs?: number;
   /** Bound on getting a connection, waiting for a free one in the pool included. */
   readonly connectTimeoutMs?: number;
   /** Metrics: told of every group commit, and reads the pool at scrape time (see StoreObserver). */
   readonly observer?: StoreObserver | undefined;
+  readonly onMigrated?: MigrationsApplied | undefined;
 }
 
 /** No request may hang on the database: a query gets 5 s, getting a connection 3 s, then 503. */
@@ -63,46 +62,10 @@ export const POSTGRES: Dialect = {
 };
 const SQL = statements(POSTGRES);
 
-/**
- * Errors of a query on a connection we hold that mean "the database is not reachable or not serving
- * now" rather than "this request or our code is wrong": anything that did not come from the server as a
- * SQL error (reset, timed out, terminated), and server errors of classes 08 (connection), 53 (resources),
- * 57 (operator intervention, statement timeout) and 25006 (read-only: a failover in progress). Failing
- * to get a connection at all is always "unavailable" (see `#query`), whatever the reason.
- */
-function storeError(error: unknown): unknown {
-  if (error instanceof pg.DatabaseError) {
-    const sqlClass = error.code?.slice(0, 2);
-    return sqlClass === '08' || sqlClass === '53' || sqlClass === '57' || error.code === '25006'
-      ? new StoreUnavailableError(error)
-      : error;
-  }
-  if (error instanceof TypeError || error instanceof RangeError) return error;
-  return new StoreUnavailableError(error);
-}
-
-/**
- * At start-up only: the server turned the connection down for a reason that waiting will not change,
- * because the configuration is wrong: the login (class 28: unknown role, bad password, NOLOGIN), the
- * database name (3D000) or the CONNECT privilege (42501). Start-up then fails at once, saying so. At
- * run time the same errors are 503: the configuration worked before, so an operator changed something
- * and may change it back.
- */
-function misconfigured(error: unknown): boolean {
-  if (!(error instanceof pg.DatabaseError)) return false;
-  return error.code?.startsWith('28') === true || error.code === '3D000' || error.code === '42501';
-}
-
-/** host:port/database, never the password, for log lines. */
-function describe(url: string): string {
-  const u = new URL(url);
-  return `${u.hostname}:${u.port || '5432'}${u.pathname}`;
-}
-
 export async function openPostgresStore(options: PostgresOptions): Promise<TransferableStore> {
   const queryTimeout = options.queryTimeoutMs ?? QUERY_TIMEOUT_MS;
   const pool = new pg.Pool({
-    connectionString: options.url,
+    connectionString: connectionString(options.url),
     max: options.poolSize,
     connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
     query_timeout: queryTimeout + CLIENT_TIMEOUT_MARGIN_MS,
@@ -121,7 +84,8 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Trans
   pool.on('error', (err) => options.logger.warn({ err }, 'idle PostgreSQL connection lost'));
   try {
     await waitForDatabase(pool, options);
-    await migrate(pool);
+    const applied = await migrate(pool);
+    options.onMigrated?.(applied);
   } catch (error) {
     await pool.end();
     throw error;
@@ -130,36 +94,7 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Trans
   return new PostgresStore(pool, options.observer);
 }
 
-async function waitForDatabase(pool: pg.Pool, { url, startupTimeoutMs, logger }: PostgresOptions): Promise<void> {
-  const deadline = Date.now() + startupTimeoutMs;
-  for (let attempt = 1, pause = 250; ; attempt++, pause = Math.min(pause * 2, 2000)) {
-    try {
-      const client = await pool.connect().catch((error: unknown) => {
-        throw misconfigured(error) ? error : new StoreUnavailableError(error);
-      });
-      await client.query('SELECT 1').then(
-        () => client.release(),
-        (error: Error) => {
-          client.release(error);
-          throw error;
-        },
-      );
-      if (attempt > 1) logger.info({ database: describe(url) }, 'PostgreSQL is reachable');
-      return;
-    } catch (error) {
-      const unavailable = error instanceof StoreUnavailableError ? error : storeError(error);
-      if (!(unavailable instanceof StoreUnavailableError)) throw error; // e.g. bad password: waiting won't help
-      const reason = unavailable.cause instanceof Error ? unavailable.cause.message : String(unavailable.cause);
-      if (Date.now() + pause > deadline) {
-        throw new Error(`PostgreSQL at ${describe(url)} did not accept connections within ${startupTimeoutMs / 1000}s: ${reason}`);
-      }
-      logger.warn({ database: describe(url), attempt, reason }, `waiting for PostgreSQL at ${describe(url)}`);
-      await sleep(pause);
-    }
-  }
-}
-
-async function migrate(pool: pg.Pool): Promise<void> {
+async function migrate(pool: pg.Pool): Promise<string[]> {
   const client = await pool.connect();
   // pg honours a per-query query_timeout (lib/client.js); @types/pg does not declare it, hence the cast.
   const run = (text: string, values: unknown[] = []) =>
@@ -170,11 +105,13 @@ async function migrate(pool: pg.Pool): Promise<void> {
     // Instances starting together queue here; each finds the migrations the first one applied.
     await run('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
     await run(SQL.createMigrations);
-    for (const m of pendingMigrations(POSTGRES, (await run(SQL.appliedMigrations)).rows.map((r) => r.version as number))) {
+    const pending = pendingMigrations(POSTGRES, (await run(SQL.appliedMigrations)).rows.map((r) => r.version as number));
+    for (const m of pending) {
       await run(m.sql);
       await run(SQL.recordMigration, migrationValues(POSTGRES, m, new Date()));
     }
     await run('COMMIT');
+    return pending.map(migrationName);
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;

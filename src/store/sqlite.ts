@@ -7,6 +7,7 @@ import { plantOf, plantOfColumns, samePlant, type NewPlant } from '../domain/pla
 import type {
   AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, NewWebhookEndpoint, WebhookEndpoint,
 } from '../domain/webhook.js';
+import { migrationName, type MigrationsApplied } from './migrations.js';
 import { MemoryRateCounter } from './rate-counter.js';
 import {
   backlogOf, migrationValues, pendingMigrations, statements, tokenOf, tokenValues,
@@ -61,6 +62,9 @@ export interface SqliteOptions {
   readonly logger?: Logger;
   /** Metrics: told of every group commit (see StoreObserver). */
   readonly observer?: StoreObserver | undefined;
+  readonly onMigrated?: MigrationsApplied | undefined;
+  /** Log that a store was created (the CLI says so itself, in its own words, before it opens one). */
+  readonly logCreation?: boolean;
 }
 
 /**
@@ -87,7 +91,7 @@ async function whenNotBusy<T>(what: () => T, deadline: number): Promise<T> {
  */
 export async function openSqliteStore(
   path: string,
-  { busyTimeoutMs = BUSY_TIMEOUT_MS, server = false, logger, observer }: SqliteOptions = {},
+  { busyTimeoutMs = BUSY_TIMEOUT_MS, server = false, logger, observer, onMigrated, logCreation = true }: SqliteOptions = {},
 ): Promise<CacheableStore & TransferableStore> {
   const realPath = prepareStorePath(path);
   const lock = server ? takeServerLock(path, realPath) : undefined;
@@ -105,10 +109,11 @@ export async function openSqliteStore(
     // FULL: every commit fsyncs the WAL, so what is acknowledged survives power loss, not only a crash. The
     // write queue's batches commit with NORMAL and sync the WAL themselves, off the event loop (WriteQueue).
     db.pragma('synchronous = FULL');
-    await whenNotBusy(() => migrate(connection), deadline);
+    const applied = await whenNotBusy(() => migrate(connection), deadline);
+    onMigrated?.(applied);
     // Said out loud: after the file was deleted or DATABASE_URL mistyped, this is how an operator learns
     // that the store is empty because it is new.
-    if (created) logger?.info({ path: realPath }, `no store at ${named(path, realPath)}: created a new, empty one`);
+    if (created && logCreation) logger?.info({ path: realPath }, `no store at ${named(path, realPath)}: created a new, empty one`);
     const store = new SqliteStore(db, lock, { path, realPath, busyTimeoutMs, logger, observer });
     if (server) {
       await store.watch(deadline);
@@ -123,18 +128,21 @@ export async function openSqliteStore(
   }
 }
 
-function migrate(db: Database.Database): void {
+/** Applies the pending migrations; returns their names. */
+function migrate(db: Database.Database): string[] {
   db.exec(SQL.createMigrations);
   const apply = db.transaction(() => {
     const record = db.prepare(SQL.recordMigration);
-    for (const m of pendingMigrations(SQLITE, db.prepare(SQL.appliedMigrations).pluck().all() as number[])) {
+    const pending = pendingMigrations(SQLITE, db.prepare(SQL.appliedMigrations).pluck().all() as number[]);
+    for (const m of pending) {
       db.exec(m.sql);
       record.run(migrationValues(SQLITE, m, new Date()));
     }
+    return pending.map(migrationName);
   });
   // IMMEDIATE takes the write lock before reading what is applied, so a server and a CLI starting
   // together apply each migration once.
-  apply.immediate();
+  return apply.immediate();
 }
 
 interface StoreFile {

@@ -74,12 +74,29 @@ function write(transfer: StoreTransfer, batch: Pending, skip: boolean): Promise<
  * the job. A file cut short is found when it ends (the header's counts), after what it held was written.
  */
 export async function importStore(store: TransferableStore, input: AsyncIterable<Buffer | string> | Iterable<Buffer | string>, options: ImportOptions): Promise<ImportSummary> {
-  const started = performance.now();
-  const transfer = store.transfer();
+  return importRecords(store, await readImportHeader(input), options);
+}
+
+/** An export with its header read and checked, its records still to read. */
+export interface ImportSource {
+  readonly header: Header;
+  readonly lines: AsyncGenerator<{ text: string; number: number }>;
+}
+
+/**
+ * Reads and checks the header line: a file that is not an export is refused before the store is
+ * opened, so that it creates no store.
+ */
+export async function readImportHeader(input: AsyncIterable<Buffer | string> | Iterable<Buffer | string>): Promise<ImportSource> {
   const lines = readLines(input);
   const first = await lines.next();
   if (first.done === true) throw new FormatError('the file is empty: it is not a plantstore export');
-  const header = decodeHeader(first.value.text);
+  return { header: decodeHeader(first.value.text), lines };
+}
+
+async function importRecords(store: TransferableStore, { header, lines }: ImportSource, options: ImportOptions): Promise<ImportSummary> {
+  const started = performance.now();
+  const transfer = store.transfer();
   const tallies = Object.fromEntries(KINDS.map((k) => [k, { imported: 0, unchanged: 0, skipped: 0 }])) as Record<Kind, KindTally>;
   const read: Record<Kind, number> = { plant: 0, token: 0, webhook: 0, event: 0 };
   let shown = 0;
@@ -153,11 +170,9 @@ export async function openImportFile(path: string): Promise<{ readonly name: str
 }
 
 /** The command: the import, then a summary on stderr (`log`). */
-export async function runImport(
-  store: TransferableStore, file: { readonly name: string; readonly input: AsyncIterable<Buffer> }, options: ImportOptions,
-): Promise<void> {
-  const summary = await importStore(store, file.input, options);
+export async function runImport(store: TransferableStore, name: string, source: ImportSource, options: ImportOptions): Promise<void> {
+  const summary = await importRecords(store, source, options);
   const { backend, exportedAt } = summary.header;
-  options.log(`imported ${file.name} (exported from ${backend} at ${exportedAt}) in ${summary.seconds.toFixed(1)} s:`);
+  options.log(`imported ${name} (exported from ${backend} at ${exportedAt}) in ${summary.seconds.toFixed(1)} s:`);
   for (const line of describeImport(summary, options.skipConflicts)) options.log(line);
 }

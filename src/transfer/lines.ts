@@ -7,6 +7,19 @@ export const MAX_LINE_BYTES = 64 * 1024;
 const NEWLINE = 0x0a;
 
 /**
+ * Which of the complete lines in `bytes` (0 for the first) is the first that is not valid UTF-8. Only
+ * asked once a run of lines failed the check as a whole; a "\n" byte never occurs inside a character,
+ * so each line can be checked on its own.
+ */
+function firstBadLine(bytes: Buffer): number {
+  for (let line = 0, start = 0; ; line++) {
+    const end = bytes.indexOf(NEWLINE, start);
+    if (!isUtf8(bytes.subarray(start, end < 0 ? bytes.length : end)) || end < 0) return line;
+    start = end + 1;
+  }
+}
+
+/**
  * The lines of a UTF-8 stream, numbered from 1, without their "\n". Bytes are checked before they are
  * decoded: decoding invalid UTF-8 would silently turn it into U+FFFD, and a string must arrive byte for
  * byte or not at all. Whole runs of complete lines are checked and decoded at once (a line is never
@@ -16,7 +29,7 @@ export async function* readLines(input: AsyncIterable<Buffer | string> | Iterabl
   let carry: Buffer = Buffer.alloc(0);
   let number = 0;
   const decode = (bytes: Buffer) => {
-    if (!isUtf8(bytes)) throw new FormatError(`a line from ${number + 1} on is not valid UTF-8`);
+    if (!isUtf8(bytes)) throw new FormatError(`line ${number + 1 + firstBadLine(bytes)} is not valid UTF-8`);
     return bytes.toString('utf8');
   };
   for await (const chunk of input) {

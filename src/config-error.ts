@@ -1,0 +1,11 @@
+/** A setting refused: its message names the setting and, unless it may hold a secret, the value given. */
+export class ConfigError extends Error {}
+
+/**
+ * The refusal with each setting named the way it was given: `--port` for a flag (the user typed that),
+ * PORT for the environment. Quoted text is the value given, and is left as it is.
+ */
+export function asTyped(error: ConfigError, fromFlags: ReadonlyArray<{ readonly env: string; readonly flag: string }>): ConfigError {
+  const rename = (text: string) => fromFlags.reduce((t, o) => t.replace(new RegExp(`\\b${o.env}\\b`, 'g'), `--${o.flag}`), text);
+  return new ConfigError(error.message.split(/("(?:[^"\\]|\\.)*")/).map((part, i) => (i % 2 === 1 ? part : rename(part))).join(''));
+}

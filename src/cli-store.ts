@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { loadDatabaseConfig, type DatabaseConfig } from './config.js';
 import { processLogger } from './logger.js';
 import { openStore, type OpenOptions } from './store/open.js';
-import type { Store } from './store/store.js';
+import { NoStoreError, type Store } from './store/store.js';
 
 /** The store as the CLI names it on stderr: a PostgreSQL URL keeps everything but its passwords. */
 export function describeStore(database: DatabaseConfig): string {
@@ -39,14 +39,14 @@ export async function withOpenedStore<S extends Store, T>(
   databaseUrl: string | undefined,
   open: (location: DatabaseConfig, options: OpenOptions) => Promise<S>,
   use: (store: S) => Promise<T>,
-  { mustExist = false, missing, onMigrated }: StoreUse = {},
+  { mustExist: mustExistOption = false, missing, onMigrated }: StoreUse = {},
 ): Promise<T> {
   const config = loadDatabaseConfig(databaseUrl);
   // A relative default means a CLI run from another directory finds another store, or makes a new one
   // whose tokens the server never sees: say which store this is, and when it is new.
   console.error(`using ${describeStore(config.database)}`);
   if (config.database.kind === 'sqlite' && !existsSync(config.database.path)) {
-    if (mustExist) throw new Error(`no store at ${config.database.path}: there is nothing to export`);
+    if (mustExistOption) throw new Error(`no store at ${config.database.path}: there is nothing to export`);
     if (missing !== undefined) {
       throw new Error(
         `no store at ${config.database.path}: ${missing} (run the command in the server's directory, or give it the server's DATABASE_URL)`,
@@ -59,14 +59,23 @@ export async function withOpenedStore<S extends Store, T>(
   }
   // Progress (waiting for PostgreSQL) goes to stderr, so stdout carries only the command's output.
   const logger = processLogger('info', config.logFormat, { fd: 2, sync: true });
-  const store = await open(config.database, {
-    logger,
-    poolSize: 1,
-    startupTimeoutMs: config.databaseStartupTimeoutMs,
-    onMigrated,
-    // Said above already, in the CLI's words.
-    logCreation: false,
-  });
+  // On PostgreSQL, the same rule: a command with nothing to do without a store makes no tables.
+  const mustExist = missing !== undefined || mustExistOption;
+  let store: S;
+  try {
+    store = await open(config.database, {
+      logger,
+      poolSize: 1,
+      startupTimeoutMs: config.databaseStartupTimeoutMs,
+      onMigrated,
+      // Said above already, in the CLI's words.
+      logCreation: false,
+      mustExist,
+    });
+  } catch (error) {
+    if (!(error instanceof NoStoreError)) throw error;
+    throw new Error(`no store at ${describeStore(config.database)}: ${missing ?? 'there is nothing to export'} (give the command the server's DATABASE_URL)`);
+  }
   try {
     return await use(store);
   } finally {

@@ -32,6 +32,11 @@ export interface OpenOptions {
   readonly signal?: AbortSignal | undefined;
   /** SQLite: log that the store was created (default); the CLI says so itself. */
   readonly logCreation?: boolean;
+  /**
+   * PostgreSQL: a database holding no store yet (no migration was ever applied to it) is not made one: the
+   * open rejects with a NoStoreError. A SQLite file's absence its caller sees for itself.
+   */
+  readonly mustExist?: boolean;
 }
 
 /**

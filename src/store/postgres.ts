@@ -20,6 +20,7 @@ import { PostgresTransfer } from './postgres-transfer.js';
 import { listedAllUsers, receives, withdrawEvents } from './all-users-sql.js';
 import { POSTGRES_CLAIM } from './webhook-claim.js';
 import type { StoreTransfer, TransferableStore } from './transfer.js';
+import { NoStoreError } from './store.js';
 
 export interface PostgresOptions extends StartupOptions {
   readonly poolSize: number;
@@ -30,6 +31,7 @@ export interface PostgresOptions extends StartupOptions {
   /** Metrics: told of every group commit, and reads the pool at scrape time (see StoreObserver). */
   readonly observer?: StoreObserver | undefined;
   readonly onMigrated?: MigrationsApplied | undefined;
+  readonly mustExist?: boolean | undefined;
 }
 
 /** No request may hang on the database: a query gets 5 s, getting a connection 3 s, then 503. */
@@ -84,6 +86,7 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Trans
   pool.on('error', (err) => options.logger.warn({ err }, 'idle PostgreSQL connection lost'));
   try {
     await waitForDatabase(pool, options);
+    if (options.mustExist && !(await holdsStore(pool))) throw new NoStoreError();
     const applied = await migrate(pool);
     options.onMigrated?.(applied);
   } catch (error) {
@@ -92,6 +95,12 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Trans
   }
   options.observer?.pool(() => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: options.poolSize }));
   return new PostgresStore(pool, options.observer);
+}
+
+/** Whether a migration was ever applied here: the migrations table exists on the search path. */
+async function holdsStore(pool: pg.Pool): Promise<boolean> {
+  const { rows } = await pool.query<{ found: boolean }>("SELECT to_regclass('schema_migrations') IS NOT NULL AS found");
+  return rows[0]?.found === true;
 }
 
 async function migrate(pool: pg.Pool): Promise<string[]> {

@@ -224,3 +224,10 @@ export class StoreNotOpenError extends StoreUnavailableError {
     super('the store is not open yet');
   }
 }
+
+/** Opening a store that must exist found none there (a PostgreSQL database no migration was applied to). */
+export class NoStoreError extends Error {
+  constructor() {
+    super('the database holds no plantstore store (no migration was ever applied to it)');
+  }
+}

@@ -374,7 +374,6 @@ function rateOption<K extends string>(key: K, env: string, def: string, help: st
   });
 }
 
-
 function rateRefusal(name: string, value: string): string {
   return `${name} must look like 600/minute (or N/second, N/hour) or be off, got "${value}"`;
 }

@@ -139,7 +139,8 @@ test('POST /tokens refuses a user or token name holding a bidirectional control,
     }
   }
   assert.equal((await store.listTokens()).length, 1, 'nothing was created');
-  for (const user of ['Ada Lovelace', 'José', '\u{1F335} cactus', '\u5C71\u7530']) {
+  // A joiner where names need it (UAX #31): a Persian name with U+200C, a Devanagari conjunct with U+200D.
+  for (const user of ['Ada Lovelace', 'José', '\u{1F335} cactus', '\u5C71\u7530', '\u0639\u0644\u06CC\u200C\u0631\u0636\u0627', '\u0915\u094D\u200D\u0937']) {
     assert.equal((await createToken(app, root, { user })).statusCode, 201, user);
   }
 });

@@ -31,11 +31,22 @@ const USER_MAX_CHARS = 128;
  * would garble `token list` and logs; format characters (Cf): the bidirectional controls U+200E/F,
  * U+202A–202E and U+2066–2069 (U+202E made `x\u202Ey` display as `y\u202Ex`), the zero-width U+200B–200D
  * and U+FEFF, the soft hyphen, which make two names look alike (an emoji sequence joined by U+200D is
- * refused with them); unpaired surrogates (Cs); line and paragraph separators (Zl, Zp). Other spaces are
+ * refused with them; the joiners where names need them are kept: NAME_JOINERS); unpaired surrogates (Cs); line and paragraph separators (Zl, Zp). Other spaces are
  * allowed inside a name ("Ada Lovelace") but not at its ends, where no one sees them.
  */
 const REFUSED_CHAR = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u;
 const REFUSED_CHARS = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
+/**
+ * The two joiners where the same guidance keeps them (UAX #31 §2.3, rules A1, A2 and B), because names
+ * need them there: U+200C (zero-width non-joiner) after a letter of a joining script (Arabic, Syriac, N'Ko,
+ * Mongolian: Persian writes many names with it) or after a mark such as a virama, before a letter or
+ * mark; U+200D (zero-width joiner) after a mark such as a virama, before a letter (Indic conjuncts). A
+ * close reading of the rules' context classes; between Latin letters, or joining emoji, both stay refused.
+ */
+const NAME_JOINERS = /(?<=[\p{Script=Arabic}\p{Script=Syriac}\p{Script=Nko}\p{Script=Mongolian}\p{Mn}])\u200C(?=[\p{L}\p{M}])|(?<=\p{Mn})\u200D(?=\p{L})/gu;
+
+/** The first character of `text` a name may not hold, or undefined. */
+const refusedIn = (text: string): string | undefined => REFUSED_CHAR.exec(text.replace(NAME_JOINERS, ''))?.[0];
 const EDGE_SPACE = /^\s|\s$/u;
 
 /** U+XXXX, as the Unicode standard names a code point. */
@@ -49,7 +60,7 @@ const codePoint = (c: string): string => `U+${(c.codePointAt(0) ?? 0).toString(1
 export function userNameProblem(name: string): string | null {
   if (name.length === 0) return 'must not be empty';
   if ([...name].length > USER_MAX_CHARS) return `must be at most ${USER_MAX_CHARS} characters`;
-  const refused = REFUSED_CHAR.exec(name)?.[0];
+  const refused = refusedIn(name);
   if (refused !== undefined) {
     return `must not contain control characters, invisible format characters (bidirectional controls, zero-width characters), or line and paragraph separators (found ${codePoint(refused)})`;
   }
@@ -65,7 +76,7 @@ export function userNameProblem(name: string): string | null {
  * characters reordered or hidden. Other text is shown as it is.
  */
 export function visibleText(text: string): string {
-  if (!REFUSED_CHAR.test(text)) return text;
+  if (refusedIn(text) === undefined) return text;
   const unit = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
   return JSON.stringify(text).slice(1, -1).replace(REFUSED_CHARS, (c) => c.split('').map(unit).join(''));
 }

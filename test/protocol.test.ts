@@ -44,6 +44,15 @@ test('two Authorization header lines are 400 40000 with the Error body, whicheve
   assert.equal(one.status, 200);
 });
 
+test('two Host header lines are 400 40000 with the Error body, as RFC 9112 requires, whether they agree or not', async (t) => {
+  const { app } = await testApp(t);
+  for (const [first, second] of [['x', 'y'], ['x', 'x']]) {
+    const answer = onlyAnswer(await raw(app, `GET /healthz HTTP/1.1\r\nHost: ${first}\r\nhost: ${second}\r\nConnection: close\r\n\r\n`));
+    assertErrorAnswer(answer, 40000, `Host: ${first}, ${second}`);
+    assert.match(rawErrorBody(answer).message, /Host header appears more than once/);
+  }
+});
+
 test('CONNECT is 400 40000 with the Error body and the security headers, and the connection closes', async (t) => {
   const { app } = await testApp(t);
   const answer = onlyAnswer(await raw(app, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'));

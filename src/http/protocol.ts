@@ -43,27 +43,34 @@ export function enforceProtocol(app: FastifyInstance, { maxUrlLength }: { maxUrl
       return done(new ApiError(ERRORS.badRequest, `${ERRORS.badRequest.message}: an HTTP/1.1 request needs a Host header`));
     }
     if (raw[EXPECTATION_FAILED]) return done(new ApiError(ERRORS.expectationFailed));
-    // Node keeps the first of two Authorization lines and drops the other, so which credentials count would
-    // depend on their order, and an intermediary may well pick the other one. RFC 9110 §5.3: a field that
-    // is not a list must not be repeated. Only a request that has the header pays for the look.
-    if (raw.headers.authorization !== undefined && repeated(raw.rawHeaders, 'authorization')) {
-      return done(new ApiError(ERRORS.badRequest, `${ERRORS.badRequest.message}: the Authorization header appears more than once`));
+    // Node keeps the first of two Host or Authorization lines and drops the other, so which host or
+    // credentials count would depend on their order, and an intermediary may well pick the other one.
+    // RFC 9112 §3.2: a request with more than one Host line MUST be answered 400; RFC 9110 §5.3: a field
+    // that is not a list must not be repeated.
+    const twice = repeatedField(raw.rawHeaders);
+    if (twice !== undefined) {
+      return done(new ApiError(ERRORS.badRequest, `${ERRORS.badRequest.message}: the ${twice} header appears more than once`));
     }
     done();
   });
 }
 
-/** Whether the request has more than one field line named `name` (lower case). */
-function repeated(rawHeaders: readonly string[], name: string): boolean {
-  let seen = false;
+/** The first of Host and Authorization that the request has more than one field line of, if any. */
+function repeatedField(rawHeaders: readonly string[]): 'Host' | 'Authorization' | undefined {
+  let host = false;
+  let authorization = false;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const field = rawHeaders[i] as string;
-    if (field.length === name.length && field.toLowerCase() === name) {
-      if (seen) return true;
-      seen = true;
+    // Lengths first: most fields are neither, and are passed over without being lower-cased.
+    if (field.length === 4 && field.toLowerCase() === 'host') {
+      if (host) return 'Host';
+      host = true;
+    } else if (field.length === 13 && field.toLowerCase() === 'authorization') {
+      if (authorization) return 'Authorization';
+      authorization = true;
     }
   }
-  return false;
+  return undefined;
 }
 
 /**

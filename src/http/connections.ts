@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.js';
 import { clientKey, trustedProxies } from './client-address.js';
-import { answering } from './shutdown.js';
+import { closeQuiet, type Watched } from './shutdown.js';
 
 /**
  * Near the cap, a connection with no request in progress is closed once nothing has arrived on it for
@@ -67,7 +67,7 @@ export function limitConnections(server: Server, settings: ConnectionSettings, l
   const exempt = trustedProxies(settings.trustProxy);
   const open = new Set<Socket>();
   const byClient = new Map<string, number>();
-  const watched = new Map<Socket, { bytesRead: number; quietSince: number }>();
+  const watched = new Map<Socket, Watched>();
   let sweeper: NodeJS.Timeout | undefined;
   let stopped = false;
   const warnRefused = throttledWarning(log, 'connection refused: its client address has MAX_CONNECTIONS_PER_ADDRESS open');
@@ -80,24 +80,7 @@ export function limitConnections(server: Server, settings: ConnectionSettings, l
       watched.clear();
       return;
     }
-    const now = Date.now();
-    const quiet: Socket[] = [];
-    for (const socket of open) {
-      const seen = watched.get(socket);
-      if (!seen || seen.bytesRead !== socket.bytesRead || answering(socket)) {
-        watched.set(socket, { bytesRead: socket.bytesRead, quietSince: now });
-      } else if (now - seen.quietSince >= NEAR_CAP_IDLE_MS) {
-        quiet.push(socket);
-      }
-    }
-    if (quiet.length === 0) return;
-    // As in the drain: timers run before the event loop polls for input, setImmediate right after it.
-    // Bytes that arrived in between have been read by then, and their connection is kept.
-    setImmediate(() => {
-      for (const socket of quiet) {
-        if (socket.bytesRead === watched.get(socket)?.bytesRead && !answering(socket)) socket.destroy();
-      }
-    });
+    closeQuiet(open, watched, NEAR_CAP_IDLE_MS);
   };
 
   server.on('connection', (socket: Socket) => {

@@ -20,9 +20,36 @@ export interface Drain {
   readonly closing: boolean;
 }
 
-interface Watched {
+export interface Watched {
   bytesRead: number;
   quietSince: number;
+}
+
+/**
+ * Closes the connections of `open` that have had no request in progress, and nothing arriving, for
+ * `idleMs`: what each was last seen with is kept in `watched` from one call to the next. Used by the drain
+ * and, near MAX_CONNECTIONS, by connections.ts. A connection on which bytes arrived, or whose answer is
+ * being written, starts its quiet time over.
+ */
+export function closeQuiet(open: Iterable<Socket>, watched: Map<Socket, Watched>, idleMs: number): void {
+  const now = Date.now();
+  const quiet: Socket[] = [];
+  for (const socket of open) {
+    const seen = watched.get(socket);
+    if (!seen || seen.bytesRead !== socket.bytesRead || answering(socket)) {
+      watched.set(socket, { bytesRead: socket.bytesRead, quietSince: now });
+    } else if (now - seen.quietSince >= idleMs) {
+      quiet.push(socket);
+    }
+  }
+  if (quiet.length === 0) return;
+  // Timers run before the event loop polls for input; setImmediate runs right after it has. Bytes
+  // that arrived in between have then been read, and the connection is kept.
+  setImmediate(() => {
+    for (const socket of quiet) {
+      if (socket.bytesRead === watched.get(socket)?.bytesRead && !answering(socket)) socket.destroy();
+    }
+  });
 }
 
 /**
@@ -79,26 +106,7 @@ export function drainOnClose(app: FastifyInstance, { drainTimeoutMs }: { drainTi
     }, drainTimeoutMs);
     if (app.server.listening) NetServer.prototype.close.call(app.server);
     const watched = new Map<Socket, Watched>();
-    const sweep = (): void => {
-      const now = Date.now();
-      const quiet: Socket[] = [];
-      for (const socket of open) {
-        const seen = watched.get(socket);
-        if (!seen || seen.bytesRead !== socket.bytesRead || answering(socket)) {
-          watched.set(socket, { bytesRead: socket.bytesRead, quietSince: now });
-        } else if (now - seen.quietSince >= DRAIN_IDLE_MS) {
-          quiet.push(socket);
-        }
-      }
-      if (quiet.length === 0) return;
-      // Timers run before the event loop polls for input; setImmediate runs right after it has. Bytes
-      // that arrived in between have then been read, and the connection is kept.
-      setImmediate(() => {
-        for (const socket of quiet) {
-          if (socket.bytesRead === watched.get(socket)?.bytesRead && !answering(socket)) socket.destroy();
-        }
-      });
-    };
+    const sweep = (): void => closeQuiet(open, watched, DRAIN_IDLE_MS);
     const finish = (): void => {
       if (open.size > 0) return;
       clearInterval(sweeper);

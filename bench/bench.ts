@@ -72,7 +72,7 @@ const SMALL = 10_000;
 const LARGE = 1_000_000;
 const postgresUrl = args.postgres ?? (process.env.DATABASE_URL?.startsWith('postgres') ? process.env.DATABASE_URL : undefined);
 
-/** The p99 latency every row with a ratio goal of issue 14 must stay under. */
+/** The p99 latency every row with a ratio goal must stay under. */
 const P99_GOAL_MS = 10;
 
 type Kind = 'list' | 'create' | 'mix';
@@ -269,7 +269,7 @@ interface Row {
   reference?: Target;
   referenceName?: string;
   goal?: number;
-  /** Issue 14's rows: p99 ≤ P99_GOAL_MS too, shown in the target cell. */
+  /** The rows held to a latency goal as well: p99 ≤ P99_GOAL_MS too, shown in the target cell. */
   p99Goal?: boolean;
 }
 

@@ -8,7 +8,7 @@ import { toApiError } from '../src/http/errors.js';
 import { issueToken } from '../src/tokens.js';
 import { bearer, errorBody, testStore } from './helpers.js';
 
-/** What a JWT verifier (issue 11) looks like from the outside: chosen by shape, answering asynchronously. */
+/** What a JWT verifier looks like from the outside: chosen by shape, answering asynchronously. */
 class ThreePartVerifier implements Verifier {
   accepts(token: string): boolean {
     return token.split('.').length === 3;

@@ -7,7 +7,7 @@ import { clientKey } from './client-address.js';
 import { ApiError, ERRORS } from './errors.js';
 
 /*
- * Our own code rather than @fastify/rate-limit (11.x, evaluated for issue 9): its headers are the
+ * Our own code rather than @fastify/rate-limit (11.x, evaluated when the limit was added): its headers are the
  * separate `RateLimit-Limit`/`-Remaining`/`-Reset` fields (or X-RateLimit-*), and its `onExceeding`
  * callback is not given the count nor the reply, so the structured IETF `RateLimit`/`RateLimit-Policy`
  * fields we document cannot be written from it without a second store read; it counts every request

@@ -355,7 +355,7 @@ class PostgresStore implements TransferableStore {
    * flight at a time: the creates that arrive while it commits form the next, sent once it is answered
    * (the first create of an idle instance goes at the end of its event-loop turn). Sending each turn's
    * creates at once instead had several batches inserting into the same index pages and committing
-   * side by side, which cost PostgreSQL about 60 µs of CPU a create against about 30 (README, issue 14).
+   * side by side, which cost PostgreSQL much more CPU per create (measured with npm run bench).
    * A batch waiting on a lock (another transaction's uncommitted row with the same id) holds the next
    * back for that wait, at most the statement timeout.
    */

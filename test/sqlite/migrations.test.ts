@@ -13,7 +13,7 @@ if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 const options = { logger: silentLogger, poolSize: 1, startupTimeoutMs: 1000 };
 const migration = (file: string) => readFileSync(new URL(`../../src/store/migrations/sqlite/${file}`, import.meta.url), 'utf8');
 
-/** A store exactly as the releases before issue 9 left it: migrations 001 and 002, one token in the `user` column. */
+/** A store exactly as the releases before token scopes left it: migrations 001 and 002, one token in the `user` column. */
 function oldStore(path: string): void {
   const db = new Database(path);
   db.pragma('journal_mode = WAL');

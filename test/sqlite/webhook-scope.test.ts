@@ -16,7 +16,7 @@ const migration = (file: string) => readFileSync(new URL(`../../src/store/migrat
 
 test('a token made before webhooks existed keeps its scopes through migration 004: plants yes, /webhooks 403', async (t) => {
   const path = join(tempDir(t), 'store.db');
-  // The store as issue 9's release left it (migrations 001–003), with a token made by its `token create`,
+  // The store as the release of token scopes left it (migrations 001–003), with a token made by its `token create`,
   // which gave every scope there was: plants:read and plants:write.
   const secret = 'pst_madeBeforeWebhooksExisted_0123456789abcdefghij';
   const db = new Database(path);

@@ -4,8 +4,8 @@ import { providerUrlProblem } from '../../config.js';
 import { screenKeys } from './key-screen.js';
 
 /*
- * Our own key cache over jose's createLocalJWKSet, rather than jose's createRemoteJWKSet (evaluated for
- * issue 11): once its cache is older than `cacheMaxAge`, createRemoteJWKSet refetches inside the
+ * Our own key cache over jose's createLocalJWKSet, rather than jose's createRemoteJWKSet (evaluated when
+ * identity providers came in): once its cache is older than `cacheMaxAge`, createRemoteJWKSet refetches inside the
  * verification and fails it when the provider is down, so cached keys would stop working in an outage;
  * its refetch cooldown counts from the last *successful* fetch, so while the provider fails, every token
  * with an unknown kid would call it again; and it reads no cache headers. Here: keys are refreshed in the

@@ -135,7 +135,7 @@ class NoUsableKey extends Error {}
 class UnusableKey extends Error {}
 
 /**
- * JWT access tokens from the team's identity provider (issue 11): signature by the provider's published
+ * JWT access tokens from the team's identity provider: signature by the provider's published
  * keys (jwks.ts), `iss`, `aud`, `exp`/`nbf` with JWT_CLOCK_SKEW, the allowed algorithms; the user from
  * JWT_USER_CLAIM and plantstore's scopes. A verified token is remembered until its `exp` (at most
  * VERIFIED_TTL_MS), so that the next request with it costs one Map lookup and is answered synchronously.

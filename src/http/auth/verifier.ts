@@ -20,7 +20,7 @@ export type Verdict = Principal | Refusal;
 
 /**
  * Turns a bearer string into a principal or a refusal. One implementation per kind of credential:
- * opaque `pst_…` tokens (opaque.ts) first; a JWT/OIDC verifier (issue 11) is one more file beside it,
+ * opaque `pst_…` tokens (opaque.ts) first; a JWT/OIDC verifier (jwt.ts) is one more file beside it,
  * listed in `verifiers()` in authenticate.ts with its configuration.
  *
  * `verify` may answer synchronously: the hook takes a non-promise answer at once, so a verifier that

@@ -87,12 +87,19 @@ function fsyncPath(path: string, flags = 'r'): void {
  * The store is opened as the CLI's other commands open it, without the server's lock; in WAL mode a
  * reader neither waits for the server's writes nor holds them up.
  */
+/**
+ * How long a backup waits for a store another connection holds locked (a store in rollback-journal mode
+ * being written, or one held by a tool): as long as a write waits for the lock. A server's store (WAL)
+ * never makes a reader wait.
+ */
+const LOCKED_WAIT_MS = 5000;
+
 export async function backupSqlite(path: string, out: string, { force = false }: BackupOptions = {}): Promise<BackupResult> {
   const store = existingStore(path);
   const final = destination(out, store, force);
   let source: Database.Database | undefined;
   try {
-    source = new Database(store, { fileMustExist: true, timeout: 0 });
+    source = new Database(store, { fileMustExist: true, timeout: LOCKED_WAIT_MS });
   } catch (error) {
     throw openFailure(path, store, error);
   }
@@ -105,7 +112,10 @@ export async function backupSqlite(path: string, out: string, { force = false }:
     // The first step only starts the backup; the next copies every page in one step, so one read
     // transaction. Copied in small steps, every write the server commits in between would restart it,
     // and under steady writes it might never finish.
-    await source.backup(temporary, { progress: () => 0x7fffffff });
+    const copied = await source.backup(temporary, { progress: () => 0x7fffffff });
+    // A store another connection kept locked past LOCKED_WAIT_MS: SQLite's first step answered BUSY
+    // before it counted a page, which better-sqlite3 takes for a finished copy of nothing.
+    if (copied.totalPages === 0) throw new Error(`the store stayed locked by another connection for ${LOCKED_WAIT_MS / 1000} s (SQLITE_BUSY); try again`);
     source.close();
     source = undefined;
     plants = checkCopy(temporary);

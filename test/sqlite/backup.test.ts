@@ -160,6 +160,27 @@ test('a backup that fails while copying (the disk fills up) exits 1 and leaves n
   assert.equal(rowsOf(join(dir, 'store.db'), 'ballast').size, BALLAST);
 });
 
+test('a backup of a store another connection keeps locked waits for it, then fails saying so, and leaves nothing behind', async (t) => {
+  const dir = tempDir(t);
+  const path = join(dir, 'store.db');
+  const env = { DATABASE_URL: `sqlite:${path}` };
+  assert.equal((await runCli(['token', 'create', '--user', 'alice'], env)).code, 0);
+  // Rollback-journal mode, write-locked: SQLite's first backup step meets SQLITE_BUSY. It was taken for a
+  // finished copy of nothing, which then failed its check as "no such table: plants".
+  const lock = new Database(path);
+  lock.pragma('journal_mode = DELETE');
+  lock.exec("BEGIN EXCLUSIVE; INSERT INTO plants (owner, id, name) VALUES ('bob', 1, 'held')");
+  t.after(() => lock.close());
+  const out = tempDir(t);
+  const res = await runCli(['backup', '--out', join(out, 'copy.db')], env);
+  lock.exec('ROLLBACK');
+  assert.equal(res.code, 1, res.stderr);
+  assert.match(res.stderr, /the backup to .*copy\.db failed, and nothing was left there: the store stayed locked by another connection for 5 s \(SQLITE_BUSY\); try again/);
+  assert.deepEqual(readdirSync(out), []);
+  // Once the lock is gone, the same backup is made.
+  assert.equal((await runCli(['backup', '--out', join(out, 'copy.db')], env)).code, 0);
+});
+
 test('backup refuses PostgreSQL (pointing to pg_dump), an existing file without --force, the store itself, and paths it cannot write', async (t) => {
   const dir = tempDir(t);
   const { path, env } = await seededStore(dir);

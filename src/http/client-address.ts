@@ -1,5 +1,6 @@
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import type { TrustProxy } from '../config.js';
+import { ipv4Of, ipv6Groups } from '../domain/ip.js';
 
 /**
  * The client a limit counts against, given its address (a socket's remoteAddress, or request.ip):
@@ -23,31 +24,9 @@ export function clientKey(address: string | undefined): string {
   // ::ffff:0:0/96, however written (the last 32 bits may be dotted or two hex groups).
   if (groups[5] === 0xffff && groups.slice(0, 5).every((g) => g === 0)) {
     const [hi = 0, lo = 0] = groups.slice(6);
-    return `${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`;
+    return ipv4Of(hi, lo);
   }
   return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
-}
-
-/** The eight 16-bit groups of a valid IPv6 address (without zone), `::` expanded, a dotted tail as two groups. */
-function ipv6Groups(address: string): number[] {
-  const parse = (part: string): number[] => {
-    if (part === '') return [];
-    const groups: number[] = [];
-    for (const piece of part.split(':')) {
-      if (piece.includes('.')) {
-        const [a = 0, b = 0, c = 0, d = 0] = piece.split('.').map(Number);
-        groups.push((a << 8) | b, (c << 8) | d);
-      } else {
-        groups.push(parseInt(piece, 16));
-      }
-    }
-    return groups;
-  };
-  const gap = address.indexOf('::');
-  if (gap < 0) return parse(address);
-  const head = parse(address.slice(0, gap));
-  const tail = parse(address.slice(gap + 2));
-  return [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail];
 }
 
 /** proxy-addr's named ranges (what Fastify's trustProxy, and so TRUST_PROXY, accepts). */

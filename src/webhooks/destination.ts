@@ -1,4 +1,5 @@
 import { BlockList, isIP } from 'node:net';
+import { ipv4Of, ipv6Groups } from '../domain/ip.js';
 
 /** Longest URL a webhook endpoint may have. */
 export const WEBHOOK_URL_MAX_CHARS = 2048;
@@ -43,24 +44,6 @@ for (const [network, prefix] of [
 ] as const) {
   FORBIDDEN.addSubnet(network, prefix, 'ipv6');
 }
-
-/** The eight 16-bit groups of an IPv6 address in any valid spelling (`::`, a trailing dotted quad, a zone). */
-function ipv6Groups(address: string): number[] {
-  let text = address.split('%')[0] as string;
-  const quad = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  if (quad) {
-    const [a, b, c, d] = quad.slice(1).map(Number) as [number, number, number, number];
-    text = `${text.slice(0, quad.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head = '', tail] = text.split('::');
-  const part = (s: string) => (s === '' ? [] : s.split(':').map((g) => parseInt(g, 16)));
-  const front = part(head);
-  if (tail === undefined) return front;
-  const back = part(tail);
-  return [...front, ...Array<number>(8 - front.length - back.length).fill(0), ...back];
-}
-
-const ipv4Of = (high: number, low: number) => `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
 
 /**
  * The IPv4 address an IPv6 address stands for, when it is one of the forms that reach an IPv4 host

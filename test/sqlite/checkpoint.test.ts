@@ -36,6 +36,23 @@ function walFile(t: TestContext) {
     write(commits: number) {
       for (let i = 0; i < commits; i++) insert.run();
     },
+    /**
+     * `write`, with the thread kept from copying any of these commits back until they are all written: a
+     * reader's snapshot taken first holds them in the WAL. Otherwise, on a busy machine, the thread could
+     * copy back part of them while they are written, and the writer start the WAL over under the rest,
+     * leaving fewer frames than the threshold and so nothing more to copy.
+     */
+    writeAtOnce(commits: number) {
+      const reader = new Database(path);
+      try {
+        reader.exec('BEGIN');
+        reader.prepare('SELECT count(*) FROM t').get();
+        for (let i = 0; i < commits; i++) insert.run();
+        reader.exec('COMMIT');
+      } finally {
+        reader.close();
+      }
+    },
     /** Frames in the WAL, and how many of them are copied back (SQLite 3.51's NOOP mode copies nothing). */
     wal: () => noop.get() as WalState,
   };
@@ -64,7 +81,7 @@ test('past its threshold the thread copies the WAL back into the file, and the w
   const { seen, events } = recorder();
   const checkpointer = startCheckpointer(f.path, events, { frames: 20, checkMs: 10 });
   t.after(() => checkpointer.close());
-  f.write(30);
+  f.writeAtOnce(30);
   const before = f.wal();
   assert.ok(before.log >= 30, `30 commits wrote ${before.log} frames`);
   const after = await eventually(10_000, async () => f.wal(), copiedBack);
@@ -82,7 +99,7 @@ test('below its threshold the thread copies nothing; past it, it does', async (t
   // Twenty checks or more.
   await sleep(300);
   assert.equal(f.wal().checkpointed, 0, JSON.stringify(f.wal()));
-  f.write(100);
+  f.writeAtOnce(100);
   const after = await eventually(10_000, async () => f.wal(), copiedBack);
   assert.ok(copiedBack(after), `not copied back: ${JSON.stringify(after)}`);
 });

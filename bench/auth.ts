@@ -1,4 +1,4 @@
-// Cost of the authenticate hook (src/http/auth/authenticate.ts) for a token it has accepted before: an
+// Cost of the authenticate hook (src/http/auth/hooks.ts) for a token it has accepted before: an
 // opaque token and an RS256 JWT (490 characters; the run prints its length) on an app configured for
 // both, as the bench's JWT rows run. Each call gets a new header string, as Node's HTTP parser makes one
 // per request; the cost of making it is printed apart and not counted. With --baseline DIR, the hook of
@@ -10,9 +10,9 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { pino } from 'pino';
-import { DEFAULTS } from '../src/config.js';
-import * as current from '../src/http/auth/authenticate.js';
-import type { Hook } from '../src/http/auth/authenticate.js';
+import { DEFAULTS } from '../src/config/index.js';
+import * as current from '../src/http/auth/hooks.js';
+import type { Hook } from '../src/http/auth/verifier.js';
 import type { Store, TokenRecord } from '../src/store/store.js';
 import { generateToken } from '../src/tokens.js';
 

@@ -1,8 +1,8 @@
-// Cost of sealing and opening one pagination cursor (src/http/cursor.ts): one seal per page with a
+// Cost of sealing and opening one pagination cursor (src/http/routes/plants/cursor.ts): one seal per page with a
 // next link, one open per request with a cursor. Prints the median of several rounds.
 //   node --import tsx bench/cursor.ts
 import { randomBytes } from 'node:crypto';
-import { CursorCodec } from '../src/http/cursor.js';
+import { CursorCodec } from '../src/http/routes/plants/cursor.js';
 
 const codec = new CursorCodec(randomBytes(32));
 const scope = { owner: 'alice', tag: 'indoor' };

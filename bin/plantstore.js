@@ -2,7 +2,7 @@
 // The CLI runs the compiled code in dist/, which `npm install` builds (the "prepare" script).
 let cli;
 try {
-  cli = await import('../dist/cli.js');
+  cli = await import('../dist/cli/index.js');
 } catch (error) {
   if (error?.code !== 'ERR_MODULE_NOT_FOUND') throw error;
   console.error('plantstore: dist/ is missing; run "npm install" (or "npm run build") in the checkout first.');

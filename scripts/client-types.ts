@@ -1,11 +1,11 @@
 // npm run client:types: writes src/client/openapi.ts, the client's types, from the document this
-// server publishes at /openapi.json (openapi-typescript). test/client-types.test.ts fails when the file
+// server publishes at /openapi.json (openapi-typescript). test/contract/client-types.test.ts fails when the file
 // checked in is not what this makes, so a change to a route's schema comes with its regenerated types.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { typesOf } from 'plantstore-openapi-types';
 import { buildApp } from '../src/app.js';
-import { LateStore } from '../src/http/readiness.js';
+import { LateStore } from '../src/http/plugins/readiness.js';
 import { createLogger } from '../src/logger.js';
 
 export const CLIENT_TYPES_FILE = fileURLToPath(new URL('../src/client/openapi.ts', import.meta.url));

@@ -11,7 +11,7 @@ import { OPAQUE_SCHEME_NAME } from '../src/http/schemas.js';
 import { createLogger } from '../src/logger.js';
 import { openStore } from '../src/store/open.js';
 import { issueToken } from '../src/tokens.js';
-import { authorize, CHROMIUM, chromiumMissing, launchChromium, operation, tryIt, watchedPage } from '../test/browser.js';
+import { authorize, CHROMIUM, chromiumMissing, launchChromium, operation, tryIt, watchedPage } from '../test/helpers/browser.js';
 
 const OUT = fileURLToPath(new URL('../docs/api-reference.png', import.meta.url));
 const PLANTS = [

@@ -1,8 +1,9 @@
 // Runs the test suite once per backend: SQLite always, PostgreSQL when reachable. In CI (CI=true) an
 // unreachable PostgreSQL fails the run instead of skipping it.
-//   test/*.test.ts           both backends (test/helpers.ts picks the store from the environment)
-//   test/sqlite/*.test.ts    SQLite only (file paths, the default store)
-//   test/postgres/*.test.ts  PostgreSQL only (several instances, migrations racing, outages)
+//   test/{api,store,process}/*.test.ts  both backends (test/helpers/app.ts picks the store from the environment)
+//   test/{unit,contract}/*.test.ts     no store of their own: once, in the SQLite run
+//   test/sqlite/*.test.ts              SQLite only (file paths, the default store)
+//   test/postgres/*.test.ts            PostgreSQL only (several instances, migrations racing, outages)
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import pg from 'pg';
@@ -10,6 +11,8 @@ import pg from 'pg';
 const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/test';
 const files = (dir) => readdirSync(dir).filter((f) => f.endsWith('.test.ts')).sort().map((f) => `${dir}/${f}`);
 const only = process.argv.slice(2); // e.g. `npm test -- sqlite` runs one backend
+const BOTH = ['test/api', 'test/store', 'test/process'].flatMap(files);
+const ONCE = ['test/unit', 'test/contract'].flatMap(files);
 
 function run(backend, testFiles, databaseUrl) {
   console.log(`\n=== ${backend} on Node ${process.version}: ${testFiles.length} test files ===`);
@@ -34,12 +37,12 @@ async function reachable(url) {
 
 const results = {};
 if (only.length === 0 || only.includes('sqlite')) {
-  results.sqlite = run('sqlite', [...files('test'), ...files('test/sqlite')], '');
+  results.sqlite = run('sqlite', [...ONCE, ...BOTH, ...files('test/sqlite')], '');
 }
 if (only.length === 0 || only.includes('postgres')) {
   const url = process.env.PLANTSTORE_TEST_DATABASE_URL || DEFAULT_URL;
   if (await reachable(url)) {
-    results.postgres = run('postgres', [...files('test'), ...files('test/postgres')], url);
+    results.postgres = run('postgres', [...BOTH, ...files('test/postgres')], url);
   } else if (process.env.CI === 'true') {
     console.error('CI=true: the PostgreSQL run is required (.ci/run starts PostgreSQL first).');
     results.postgres = false;

@@ -2,28 +2,28 @@ import { randomBytes } from 'node:crypto';
 import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { DEFAULTS, type Config } from './config.js';
+import { DEFAULTS, type Config } from './config/index.js';
 import type { Store } from './store/store.js';
-import { limitConnections } from './http/connections.js';
+import { limitConnections } from './http/plugins/connections.js';
 import { clientErrorHandler, ERRORS, toApiError, type ErrorRow } from './http/errors.js';
-import { apiDocs } from './http/docs.js';
-import { livenessRoute, readinessRoute } from './http/health.js';
-import { exactInt64Keyword, registerJsonParser } from './http/json.js';
-import { notFoundOrNotAllowed } from './http/methods.js';
+import { apiDocs } from './http/routes/docs.js';
+import { livenessRoute, readinessRoute } from './http/routes/health.js';
+import { exactInt64Keyword, registerJsonParser } from './http/plugins/json.js';
+import { notFoundOrNotAllowed } from './http/plugins/not-found.js';
 import { openApi } from './http/openapi.js';
-import { StoreOutage } from './http/outage.js';
-import { plantRoutes } from './http/plants.js';
-import { tokenRoutes } from './http/tokens.js';
-import { webhookRoutes } from './http/webhooks.js';
-import { bearerAuth, verifiers } from './http/auth.js';
-import { enforceProtocol, framingError } from './http/protocol.js';
-import { exactPathIds, strictQuery } from './http/query.js';
-import { AuthFailureLimit, TokenRateLimit } from './http/rate-limit.js';
+import { StoreOutage } from './http/plugins/outage.js';
+import { plantRoutes } from './http/routes/plants/index.js';
+import { tokenRoutes } from './http/routes/tokens/index.js';
+import { webhookRoutes } from './http/routes/webhooks/index.js';
+import { bearerAuth, verifiers } from './http/auth/index.js';
+import { enforceProtocol, framingError } from './http/plugins/protocol.js';
+import { exactPathIds, strictQuery } from './http/plugins/query.js';
+import { AuthFailureLimit, TokenRateLimit } from './http/auth/limits.js';
 import { addSharedSchemas } from './http/schemas.js';
-import { readinessGate, LateStore } from './http/readiness.js';
-import { requestLogger } from './http/request-logger.js';
-import { SECURITY_HEADERS, securityHeaders } from './http/security-headers.js';
-import { drainOnClose } from './http/shutdown.js';
+import { readinessGate, LateStore } from './http/plugins/readiness.js';
+import { requestLogger } from './http/plugins/request-logger.js';
+import { SECURITY_HEADERS, securityHeaders } from './http/plugins/security-headers.js';
+import { drainOnClose } from './http/plugins/shutdown.js';
 
 /** The settings the HTTP layer uses; every one has the default of the configuration table. */
 export type HttpSettings = Pick<
@@ -40,7 +40,7 @@ export interface ServerOptions extends Partial<HttpSettings> {
 }
 
 export interface PluginOptions extends Partial<HttpSettings> {
-  /** A LateStore when the server listens before its store is open (see http/readiness.ts). */
+  /** A LateStore when the server listens before its store is open (see http/plugins/readiness.ts). */
   readonly store: Store | LateStore;
   /** The unknown-kid refetch cooldown of JWT keys (default 30 s); tests shorten it. Not a setting. */
   readonly jwtCooldownMs?: number;
@@ -98,7 +98,7 @@ export function createServer({ logger, ...overrides }: ServerOptions): FastifyIn
     // Fastify would log two lines per request (received, completed); with ACCESS_LOG=on, logAccess
     // writes one instead.
     logController: new LogController({ disableRequestLogging: true }),
-    // request.log makes its pino child only when something is logged through it (http/request-logger.ts).
+    // request.log makes its pino child only when something is logged through it (http/plugins/request-logger.ts).
     childLoggerFactory: requestLogger,
     // Unique across instances and restarts (a random prefix per process), cheaper than a UUID each.
     genReqId: () => `${REQUEST_ID_PREFIX}-${(++requestCount).toString(36)}`,
@@ -113,7 +113,7 @@ export function createServer({ logger, ...overrides }: ServerOptions): FastifyIn
       // Node checks these timeouts on this interval (default 30 s), so it bounds how late they fire.
       connectionsCheckingInterval: Math.min(1000, settings.requestTimeoutMs / 4),
       maxHeaderSize: settings.maxHeaderSize,
-      // Node would answer a missing Host itself, with an empty body; http/protocol.ts answers it instead.
+      // Node would answer a missing Host itself, with an empty body; http/plugins/protocol.ts answers it instead.
       requireHostHeader: false,
     },
     bodyLimit: settings.maxBodySize,
@@ -124,16 +124,16 @@ export function createServer({ logger, ...overrides }: ServerOptions): FastifyIn
     return503OnClosing: false,
     // Errors Fastify raises before routing (a URL with bad percent-encoding) get the same treatment. Such
     // a request has no route, so no hook runs (Fastify gives it a context without hooks): the security
-    // headers are set here, and a framing error takes precedence as it would in the hook (http/protocol.ts).
+    // headers are set here, and a framing error takes precedence as it would in the hook (http/plugins/protocol.ts).
     frameworkErrors: (error, request, reply) =>
       sendFrameworkError(framingError(request.raw) ?? error, request, reply.headers(SECURITY_HEADERS)),
     ajv: {
       customOptions: {
         // Fastify coerces types by default, which would accept {"name": 5} as "5" and {"id": "5"} as 5.
-        // JSON bodies arrive typed; query strings are coerced strictly by http/query.ts.
+        // JSON bodies arrive typed; query strings are coerced strictly by http/plugins/query.ts.
         coerceTypes: false,
       },
-      // A NewPlant's id is decided on its literal and handed on as a bigint (http/json.ts).
+      // A NewPlant's id is decided on its literal and handed on as a bigint (http/plugins/json.ts).
       plugins: [exactInt64Keyword],
     },
   });
@@ -150,7 +150,7 @@ export function createServer({ logger, ...overrides }: ServerOptions): FastifyIn
  * The whole API as one plugin (fastify/demo's app.ts). fastify-plugin keeps it unencapsulated: its
  * error handler, not-found/405 handler and hooks belong to the instance it is registered on, so a
  * route or hook added there afterwards, by anyone, gets them too. 405 needs no "call me last" step: the
- * not-found handler asks the router which methods the path has (http/methods.ts).
+ * not-found handler asks the router which methods the path has (http/plugins/not-found.ts).
  */
 export const plantstore = fp(
   async function plantstore(app: FastifyInstance, { store: given, jwtCooldownMs, ...overrides }: PluginOptions): Promise<void> {

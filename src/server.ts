@@ -3,14 +3,14 @@ import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp } from './app.js';
-import type { Config, DatabaseConfig } from './config.js';
+import type { Config, DatabaseConfig } from './config/index.js';
 import { postgresPlace } from './domain/database-url.js';
-import { LateStore } from './http/readiness.js';
-import { httpMetrics } from './metrics/http.js';
+import { LateStore } from './http/plugins/readiness.js';
+import { httpMetrics } from './http/plugins/metrics.js';
 import { listenMetrics, type MetricsListener } from './metrics/listener.js';
 import { Metrics } from './metrics/metrics.js';
 import { openStore, type OpenOptions } from './store/open.js';
-import { sqliteDriver } from './store/sqlite-driver.js';
+import { sqliteDriver } from './store/sqlite/driver.js';
 import type { Store, StoreObserver } from './store/store.js';
 import { packageVersion } from './version.js';
 import { Dispatcher } from './webhooks/dispatcher.js';
@@ -112,7 +112,7 @@ function startDispatcher(config: Config, store: Store, logger: Logger, metrics: 
 }
 
 /**
- * Stops the process on SIGTERM/SIGINT/SIGHUP in every state: `app.close()` drains (http/shutdown.ts, bounded
+ * Stops the process on SIGTERM/SIGINT/SIGHUP in every state: `app.close()` drains (http/plugins/shutdown.ts, bounded
  * by DRAIN_TIMEOUT), then the store closes and the process exits 0. A second signal, or a store that will
  * not close, ends the process at once with exit code 1; nothing acknowledged is lost either way, since an
  * answer is only sent after its commit. An uncaught error drains the same way and exits 1.
@@ -289,7 +289,7 @@ export async function serve(config: Config, logger: Logger): Promise<FastifyInst
       opened = store;
     }
     target.dispatcher = startDispatcher(config, opened, logger, metrics);
-    // Which of the two better-sqlite3 majors runs (store/sqlite-driver.ts says why there are two).
+    // Which of the two better-sqlite3 majors runs (store/sqlite/driver.ts says why there are two).
     const driver = config.database.kind === 'sqlite' ? { driver: `better-sqlite3 ${sqliteDriver.version}` } : {};
     if (config.database.kind === 'sqlite' && sqliteDriver.warning) app.log.warn(sqliteDriver.warning);
     app.log.info({ store: backing.backend, ...driver, at: where(config.database) }, 'plantstore ready');

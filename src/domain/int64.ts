@@ -1,5 +1,5 @@
 /**
- * The schema keyword (an ajv plugin in http/json.ts) that decides an `id` on its exact literal and hands
+ * The schema keyword (an ajv plugin in http/plugins/json.ts) that decides an `id` on its exact literal and hands
  * on a `bigint`. An `x-` name, so that the published OpenAPI document stays valid.
  */
 export const EXACT_INT64 = 'x-exact-int64';

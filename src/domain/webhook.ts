@@ -9,7 +9,7 @@ export interface WebhookEndpoint {
   readonly user: string;
   /**
    * Receives every user's new plants, else its user's only: registered with an admin token (an admin JWT,
-   * or `--all`) and its user holds an active admin token now (see store/all-users-sql.ts).
+   * or `--all`) and its user holds an active admin token now (see store/sql/all-users.ts).
    */
   readonly allUsers: boolean;
   readonly url: string;
@@ -49,6 +49,33 @@ export interface DeliveryAttempt {
   readonly state: DeliveryState;
   /** When `state` is pending: when the next attempt is due. */
   readonly nextAttemptAt: Date | null;
+}
+
+/**
+ * An endpoint as GET /webhooks lists it (and `webhook list` prints): never its secret; absent values
+ * are left out, never null. The route's published schema is checked against this shape.
+ */
+export interface WebhookView {
+  id: string;
+  user: string;
+  allUsers: boolean;
+  url: string;
+  description?: string;
+  createdAt: string;
+  disabledAt?: string;
+  disabledReason?: string;
+}
+
+/** An attempt as GET /webhooks/{id}/deliveries lists it; nextAttemptAt only while the event is pending. */
+export interface WebhookDeliveryView {
+  eventId: string;
+  plantId: bigint;
+  attempt: number;
+  status: number | null;
+  error?: string;
+  at: string;
+  state: DeliveryState;
+  nextAttemptAt?: string;
 }
 
 /** An event claimed by this instance for one attempt: it holds a lease until `leaseMs` after the claim. */

@@ -5,8 +5,8 @@ import type { FastifyError } from 'fastify';
 import { Type } from 'typebox';
 import { DURATION } from '../domain/duration.js';
 import { STORABLE_TEXT } from '../domain/plant.js';
-import { CURSOR_PATTERN, CURSOR_REFUSED } from './cursor-form.js';
-import { SECURITY_HEADERS } from './security-headers.js';
+import { CURSOR_PATTERN, CURSOR_REFUSED } from './routes/plants/cursor-form.js';
+import { SECURITY_HEADERS } from './plugins/security-headers.js';
 import { StoreNotOpenError, StoreUnavailableError } from '../store/store.js';
 
 export interface ErrorRow {
@@ -19,7 +19,7 @@ export interface ErrorRow {
 
 /**
  * Every error this API can answer, one row each. README.md's error table is checked against this one
- * by test/docs.test.ts, and /openapi.json is generated from it.
+ * by test/contract/docs.test.ts, and /openapi.json is generated from it.
  */
 export const ERRORS = {
   badRequest: { status: 400, code: 40000, message: 'The request is malformed (URL, headers or framing)' },

@@ -2,14 +2,23 @@ import type { FastifyInstance } from 'fastify';
 import { Type, type TUnsafe } from 'typebox';
 import { NewPlantSchema, PlantSchema } from '../domain/plant.js';
 import { ERRORS, ErrorSchema, type ErrorRow } from './errors.js';
-import { CreatedTokenSchema, NewTokenSchema, TokenSchema } from './token-schemas.js';
-import { CreatedWebhookSchema, NewWebhookSchema, WebhookDeliverySchema, WebhookSchema } from './webhook-schemas.js';
+import { CreatedTokenSchema, NewTokenSchema, TokenSchema } from './routes/tokens/schemas.js';
+import { CreatedWebhookSchema, NewWebhookSchema, WebhookDeliverySchema, WebhookSchema } from './routes/webhooks/schemas.js';
 
 /** The two kinds of bearer token (openapi.ts describes them): `pst_…` opaque tokens and JWT access tokens. */
 export const OPAQUE_SCHEME_NAME = 'opaqueToken';
 export const JWT_SCHEME_NAME = 'jwt';
 /** Either kind of token will do: the security requirements are alternatives. */
 export const SECURITY = [{ [OPAQUE_SCHEME_NAME]: [] }, { [JWT_SCHEME_NAME]: [] }];
+
+/**
+ * What any route behind a bearer token can answer about the token and its caller (50302: a JWT whose key
+ * cannot be fetched from the identity provider).
+ */
+export const AUTHENTICATION_ERRORS = [
+  ERRORS.missingToken, ERRORS.invalidToken, ERRORS.insufficientScope, ERRORS.authFailuresLimited, ERRORS.rateLimited,
+  ERRORS.identityProviderUnavailable,
+];
 
 /** Shared schemas, referenced by $id from routes and published under components.schemas. */
 export function addSharedSchemas(app: FastifyInstance): void {

@@ -3,7 +3,7 @@ import type { AttemptResult } from '../domain/webhook.js';
 import type { ListCacheStats, PoolStats, Store, StoreObserver, WebhookBacklog } from '../store/store.js';
 import { HotHistogram } from './histogram.js';
 import { HttpRequests } from './requests.js';
-import { measureStore } from './store.js';
+import { measureStore } from '../store/wrappers/timing.js';
 
 /** Every family's name starts with this (process and Node.js families keep their customary names). */
 export const PREFIX = 'plantstore_';
@@ -196,7 +196,7 @@ export class Metrics {
   }
 }
 
-/** The list cache's families, read at scrape time (plain numbers the cache keeps: store/page-cache.ts). */
+/** The list cache's families, read at scrape time (plain numbers the cache keeps: store/wrappers/page-cache.ts). */
 function listCacheFamilies(registry: Registry, read: () => ListCacheStats): void {
   const registers = [registry];
   const gauge = (name: string, help: string, key: keyof ListCacheStats): Gauge =>

@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
-import { cacheLists } from './list-cache.js';
-import { openPostgresStore } from './postgres.js';
-import { openSqliteStore } from './sqlite.js';
-import type { MigrationsApplied } from './migrations.js';
+import { cacheLists } from './wrappers/list-cache.js';
+import { openPostgresStore } from './postgres/index.js';
+import { openSqliteStore } from './sqlite/index.js';
+import type { MigrationsApplied } from './sql/migrations.js';
 import type { Store, StoreObserver } from './store.js';
 import type { TransferableStore } from './transfer.js';
 
-/** Where a store is (config.ts parses DATABASE_URL into this; store/ imports nothing of config). */
+/** Where a store is (config/index.ts parses DATABASE_URL into this; store/ imports nothing of config). */
 export type StoreLocation = { readonly kind: 'sqlite'; readonly path: string } | { readonly kind: 'postgres'; readonly url: string };
 
 export interface OpenOptions {
@@ -16,7 +16,7 @@ export interface OpenOptions {
   /** How long one operation may wait on the store (a lock, a slow query) before it fails with 503. */
   readonly queryTimeoutMs?: number;
   /**
-   * Plants kept in the list cache (store/list-cache.ts); 0 turns it off. Applied only where this handle
+   * Plants kept in the list cache (store/wrappers/list-cache.ts); 0 turns it off. Applied only where this handle
    * is the only writer of plants, which the cache's invalidation needs: a server on SQLite.
    */
   readonly listCachePlants?: number;
@@ -26,7 +26,7 @@ export interface OpenOptions {
   readonly observer?: StoreObserver | undefined;
   /** Told which migrations the open applied. */
   readonly onMigrated?: MigrationsApplied | undefined;
-  /** PostgreSQL: called when the first connection failed in a way that waiting may mend (see postgres-startup.ts). */
+  /** PostgreSQL: called when the first connection failed in a way that waiting may mend (see postgres/startup.ts). */
   readonly onWaiting?: (() => void) | undefined;
   /** PostgreSQL: gives up waiting for the database; the open rejects. */
   readonly signal?: AbortSignal | undefined;
@@ -40,7 +40,7 @@ export interface OpenOptions {
 }
 
 /**
- * The one place a backend is chosen (used by server.ts, cli.ts and the test helper), and the one place
+ * The one place a backend is chosen (used by server.ts, cli/index.ts and the test helper), and the one place
  * that decides whether its lists are cached. PostgreSQL's are not: other instances write to it too, and
  * this one would not see their writes (see README).
  */

@@ -105,7 +105,7 @@ export interface Store {
 
   // Webhooks (src/webhooks/). A create that stores a plant also queues, in the same transaction, one
   // event per endpoint that receives it (not disabled; its user's, or registered for all users while that
-  // user holds an active admin token: see all-users-sql.ts): the transactional outbox. A replay, a
+  // user holds an active admin token: see sql/all-users.ts): the transactional outbox. A replay, a
   // conflict and a failed create queue nothing. Revoking a token, and the sweep, fail the other users'
   // pending events of an all-users endpoint whose user no longer holds one.
 
@@ -162,14 +162,14 @@ export interface WebhookBacklog {
   readonly oldest: Date | null;
 }
 
-/** The list cache's counters since it was made (store/list-cache.ts), and what it holds now. */
+/** The list cache's counters since it was made (store/wrappers/list-cache.ts), and what it holds now. */
 export interface ListCacheStats {
   readonly hits: number;
   readonly misses: number;
   readonly entries: number;
   /** Plants held, an empty page counting one (the LIST_CACHE_PLANTS bound). */
   readonly plants: number;
-  /** Estimated bytes held (store/page-cache.ts), and the bound on them. */
+  /** Estimated bytes held (store/wrappers/page-cache.ts), and the bound on them. */
   readonly bytes: number;
   readonly maxBytes: number;
 }
@@ -197,7 +197,7 @@ export interface StoreObserver {
 }
 
 /**
- * A store this process may cache lists of (store/list-cache.ts): it tells at once, without I/O, whether
+ * A store this process may cache lists of (store/wrappers/list-cache.ts): it tells at once, without I/O, whether
  * reads may be served now, so that a cached page is never served by a store that would refuse the read.
  */
 export interface CacheableStore extends Store {

@@ -1,5 +1,4 @@
-import type { DeliveryAttempt, WebhookEndpoint } from '../domain/webhook.js';
-import type { WebhookDeliveryView, WebhookView } from '../http/webhook-schemas.js';
+import type { DeliveryAttempt, WebhookDeliveryView, WebhookEndpoint, WebhookView } from '../domain/webhook.js';
 
 // What GET /webhooks and GET /webhooks/{id}/deliveries answer (and `webhook deliveries --json` prints),
 // without loading the HTTP stack: the CLI uses them too. Absent values are left out, never null.

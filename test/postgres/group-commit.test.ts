@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import pg from 'pg';
 import { openStore } from '../../src/store/open.js';
 import { StoreUnavailableError, type CreateOutcome, type StoreObserver } from '../../src/store/store.js';
-import { BACKEND, silentLogger, testDatabase } from '../helpers.js';
+import { BACKEND, silentLogger, testDatabase } from '../helpers/app.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import pg from 'pg';
-import { loadMigrations } from '../../src/store/migrations.js';
+import { loadMigrations } from '../../src/store/sql/migrations.js';
 import { openStore } from '../../src/store/open.js';
-import { POSTGRES } from '../../src/store/postgres.js';
-import { statements, type ListShape } from '../../src/store/sql.js';
-import { adminSql, assertSamePages, BACKEND, createInterleaved, silentLogger, testDatabase } from '../helpers.js';
+import { POSTGRES } from '../../src/store/postgres/index.js';
+import { statements, type ListShape } from '../../src/store/sql/statements.js';
+import { adminSql, assertSamePages, BACKEND, createInterleaved, silentLogger, testDatabase } from '../helpers/app.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { has, parse, value } from '../metrics-helpers.js';
-import { spawnServer } from '../process.js';
-import { eventually } from '../webhook-receiver.js';
+import { has, parse, value } from '../helpers/metrics.js';
+import { spawnServer } from '../helpers/process.js';
+import { eventually } from '../helpers/webhook-receiver.js';
 
 test('until the store opens, the metrics answer with store_up 0 and no backlog', async (t) => {
   // Nothing listens on this port: the server waits for its database, listening, with metrics on.

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { testDatabase } from '../helpers.js';
-import { runCli } from '../process.js';
+import { testDatabase } from '../helpers/app.js';
+import { runCli } from '../helpers/process.js';
 
 /** The tables of the test's schema (the store's live there once any command made it). */
 async function tables(db: Awaited<ReturnType<typeof testDatabase>>): Promise<number> {

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import { openStore } from '../../src/store/open.js';
 import type { PoolStats, StoreObserver } from '../../src/store/store.js';
-import { BACKEND, silentLogger, testDatabase } from '../helpers.js';
+import { BACKEND, silentLogger, testDatabase } from '../helpers/app.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 

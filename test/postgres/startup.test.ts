@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { BACKEND, POSTGRES_URL } from '../helpers.js';
-import { FATAL, logLines, runCli, type CliResult } from '../process.js';
+import { BACKEND, POSTGRES_URL } from '../helpers/app.js';
+import { FATAL, logLines, runCli, type CliResult } from '../helpers/process.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { parseDatabaseUrl } from '../../src/config.js';
-import { BACKEND, testDatabase } from '../helpers.js';
-import { runCli, startServer } from '../process.js';
-import { apiView, appOn, records, seedEdgeStore, tempDir } from '../transfer-helpers.js';
+import { parseDatabaseUrl } from '../../src/config/index.js';
+import { BACKEND, testDatabase } from '../helpers/app.js';
+import { runCli, startServer } from '../helpers/process.js';
+import { apiView, appOn, records, seedEdgeStore, tempDir } from '../helpers/transfer.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 

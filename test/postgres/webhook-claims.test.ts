@@ -7,8 +7,8 @@ import {
 import type { NewPlant } from '../../src/domain/plant.js';
 import type { Store } from '../../src/store/store.js';
 import { issueToken } from '../../src/tokens.js';
-import { adminSql, BACKEND, testStore } from '../helpers.js';
-import { eventually } from '../webhook-receiver.js';
+import { adminSql, BACKEND, testStore } from '../helpers/app.js';
+import { eventually } from '../helpers/webhook-receiver.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 

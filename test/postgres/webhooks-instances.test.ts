@@ -5,9 +5,9 @@ import { newEndpointId, newWebhookSecret } from '../../src/domain/webhook.js';
 import { openStore } from '../../src/store/open.js';
 import { issueToken } from '../../src/tokens.js';
 import { Dispatcher } from '../../src/webhooks/dispatcher.js';
-import { BACKEND, silentLogger, testDatabase, testStore } from '../helpers.js';
-import { startServer } from '../process.js';
-import { eventually, receiver } from '../webhook-receiver.js';
+import { BACKEND, silentLogger, testDatabase, testStore } from '../helpers/app.js';
+import { startServer } from '../helpers/process.js';
+import { eventually, receiver } from '../helpers/webhook-receiver.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 

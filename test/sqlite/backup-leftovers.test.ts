@@ -7,9 +7,9 @@ import { watch } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import Database from '../../src/store/sqlite-driver.js';
-import { BIN, runCli } from '../process.js';
-import { tempDir } from './spawn.js';
+import Database from '../../src/store/sqlite/driver.js';
+import { BIN, runCli } from '../helpers/process.js';
+import { tempDir } from '../helpers/sqlite-spawn.js';
 
 /** Resolves once a file whose name `matches` is in `dir` (inotify, not polling). */
 async function fileAppears(dir: string, matches: RegExp): Promise<string> {

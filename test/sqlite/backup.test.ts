@@ -4,10 +4,10 @@ import { once } from 'node:events';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import Database from '../../src/store/sqlite-driver.js';
-import { nextUrl } from '../helpers.js';
-import { BIN, runCli, startServer, type CliResult } from '../process.js';
-import { tempDir } from './spawn.js';
+import Database from '../../src/store/sqlite/driver.js';
+import { nextUrl } from '../helpers/app.js';
+import { BIN, runCli, startServer, type CliResult } from '../helpers/process.js';
+import { tempDir } from '../helpers/sqlite-spawn.js';
 
 /** Plants of another user, so that the copy has some size (about 6 MB) and takes a moment. */
 const BALLAST = 100_000;

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { parseDatabaseUrl } from '../../src/config.js';
+import { parseDatabaseUrl } from '../../src/config/index.js';
 import { openStore } from '../../src/store/open.js';
-import { BACKEND, silentLogger } from '../helpers.js';
-import { spawnServer } from '../process.js';
-import { exitCode, tempDir } from './spawn.js';
+import { BACKEND, silentLogger } from '../helpers/app.js';
+import { spawnServer } from '../helpers/process.js';
+import { exitCode, tempDir } from '../helpers/sqlite-spawn.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 

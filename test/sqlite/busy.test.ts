@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
-import Database from '../../src/store/sqlite-driver.js';
+import Database from '../../src/store/sqlite/driver.js';
 import { StoreUnavailableError } from '../../src/store/store.js';
-import { BACKEND, testStore, TEST_QUERY_TIMEOUT_MS } from '../helpers.js';
-import { call, errorCode, servedSqlite, type Answer } from './spawn.js';
+import { BACKEND, testStore, TEST_QUERY_TIMEOUT_MS } from '../helpers/app.js';
+import { call, errorCode, servedSqlite, type Answer } from '../helpers/sqlite-spawn.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 

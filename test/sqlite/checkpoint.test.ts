@@ -3,11 +3,11 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startCheckpointer, type CheckpointEvents } from '../../src/store/sqlite-checkpoint.js';
-import Database from '../../src/store/sqlite-driver.js';
-import { openSqliteStore } from '../../src/store/sqlite.js';
-import { BACKEND } from '../helpers.js';
-import { eventually, tempDir } from './spawn.js';
+import { startCheckpointer, type CheckpointEvents } from '../../src/store/sqlite/checkpoint.js';
+import Database from '../../src/store/sqlite/driver.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import { BACKEND } from '../helpers/app.js';
+import { eventually, tempDir } from '../helpers/sqlite-spawn.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 

@@ -3,14 +3,14 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
-import Database, { sqliteDriver } from '../../src/store/sqlite-driver.js';
-import { BACKEND } from '../helpers.js';
-import { startServer } from '../process.js';
-import { tempDir } from './spawn.js';
+import Database, { sqliteDriver } from '../../src/store/sqlite/driver.js';
+import { BACKEND } from '../helpers/app.js';
+import { startServer } from '../helpers/process.js';
+import { tempDir } from '../helpers/sqlite-spawn.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 
-// What src/store/sqlite-driver.ts must choose, worked out from the Node.js release rather than from
+// What src/store/sqlite/driver.ts must choose, worked out from the Node.js release rather than from
 // Node-API, which the module asks: Node-API 10 came with 22.14.0, and every 24 has it.
 const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
 const napi10 = major > 22 || (major === 22 && minor >= 14);

@@ -4,8 +4,8 @@ import { once } from 'node:events';
 import { closeSync, existsSync, linkSync, mkdirSync, openSync, statSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { BIN, runCli, startServer } from '../process.js';
-import { tempDir } from './spawn.js';
+import { BIN, runCli, startServer } from '../helpers/process.js';
+import { tempDir } from '../helpers/sqlite-spawn.js';
 
 const PLANTS = 100;
 

@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { parseDatabaseUrl } from '../../src/config.js';
-import type { ListShape } from '../../src/store/sql.js';
+import { parseDatabaseUrl } from '../../src/config/index.js';
+import type { ListShape } from '../../src/store/sql/statements.js';
 import { openStore } from '../../src/store/open.js';
-import { pageText } from '../../src/store/sqlite-pages.js';
-import Database from '../../src/store/sqlite-driver.js';
-import { assertSamePages, BACKEND, createInterleaved, silentLogger } from '../helpers.js';
-import { tempDir } from './spawn.js';
+import { pageText } from '../../src/store/sqlite/lists.js';
+import Database from '../../src/store/sqlite/driver.js';
+import { assertSamePages, BACKEND, createInterleaved, silentLogger } from '../helpers/app.js';
+import { tempDir } from '../helpers/sqlite-spawn.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 

@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { chmodSync, chownSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { parseDatabaseUrl } from '../../src/config.js';
+import { parseDatabaseUrl } from '../../src/config/index.js';
 import { openStore } from '../../src/store/open.js';
-import { StoreLockedError } from '../../src/store/sqlite.js';
-import { BACKEND, silentLogger } from '../helpers.js';
-import { runCli, spawnServer, startServer } from '../process.js';
-import { exitCode, NOBODY, serve, tempDir } from './spawn.js';
+import { StoreLockedError } from '../../src/store/sqlite/index.js';
+import { BACKEND, silentLogger } from '../helpers/app.js';
+import { runCli, spawnServer, startServer } from '../helpers/process.js';
+import { exitCode, NOBODY, serve, tempDir } from '../helpers/sqlite-spawn.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 

@@ -3,9 +3,9 @@ import { renameSync, rmSync } from 'node:fs';
 import { test, type TestContext } from 'node:test';
 import { openStore } from '../../src/store/open.js';
 import { StoreUnavailableError } from '../../src/store/store.js';
-import { BACKEND, silentLogger, testDatabase } from '../helpers.js';
-import { runCli, startServer, type ServerProcess } from '../process.js';
-import { call, errorCode, eventually, servedSqlite } from './spawn.js';
+import { BACKEND, silentLogger, testDatabase } from '../helpers/app.js';
+import { runCli, startServer, type ServerProcess } from '../helpers/process.js';
+import { call, errorCode, eventually, servedSqlite } from '../helpers/sqlite-spawn.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 

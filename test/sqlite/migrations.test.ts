@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { parseDatabaseUrl } from '../../src/config.js';
+import { parseDatabaseUrl } from '../../src/config/index.js';
 import { openStore } from '../../src/store/open.js';
-import Database from '../../src/store/sqlite-driver.js';
-import { BACKEND, silentLogger } from '../helpers.js';
-import { tempDir } from './spawn.js';
+import Database from '../../src/store/sqlite/driver.js';
+import { BACKEND, silentLogger } from '../helpers/app.js';
+import { tempDir } from '../helpers/sqlite-spawn.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 

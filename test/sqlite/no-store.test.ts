@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { FATAL, logLines, runCli } from '../process.js';
+import { FATAL, logLines, runCli } from '../helpers/process.js';
 
 function emptyDir(t: TestContext): string {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), 'plantstore-no-store-')));

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { BACKEND, testStore } from '../helpers.js';
+import { BACKEND, testStore } from '../helpers/app.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only (npm test runs it without PLANTSTORE_TEST_DATABASE_URL)');
 

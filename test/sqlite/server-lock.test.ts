@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openStore } from '../../src/store/open.js';
-import { StoreLockedError } from '../../src/store/sqlite.js';
-import { BACKEND, silentLogger, testDatabase, testStore } from '../helpers.js';
-import { runCli, spawnServer, startServer } from '../process.js';
+import { StoreLockedError } from '../../src/store/sqlite/index.js';
+import { BACKEND, silentLogger, testDatabase, testStore } from '../helpers/app.js';
+import { runCli, spawnServer, startServer } from '../helpers/process.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { runCli, startServer } from '../process.js';
-import { tempDir } from '../transfer-helpers.js';
+import { runCli, startServer } from '../helpers/process.js';
+import { tempDir } from '../helpers/transfer.js';
 
 test('export reads a store its server is serving; import into it is refused until the server stops', async (t) => {
   const dir = tempDir(t);

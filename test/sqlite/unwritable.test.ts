@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { BACKEND } from '../helpers.js';
-import { runCli } from '../process.js';
-import { call, errorCode, eventually, NOBODY, serve, tempDir, type Served, type ServeOptions } from './spawn.js';
+import { BACKEND } from '../helpers/app.js';
+import { runCli } from '../helpers/process.js';
+import { call, errorCode, eventually, NOBODY, serve, tempDir, type Served, type ServeOptions } from '../helpers/sqlite-spawn.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 

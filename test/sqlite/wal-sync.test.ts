@@ -4,11 +4,11 @@ import { unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { setImmediate as turn } from 'node:timers/promises';
-import Database from '../../src/store/sqlite-driver.js';
-import { walFileSync, WriteQueue, type WalSync } from '../../src/store/sqlite-queue.js';
+import Database from '../../src/store/sqlite/driver.js';
+import { walFileSync, WriteQueue, type WalSync } from '../../src/store/sqlite/queue.js';
 import { StoreUnavailableError } from '../../src/store/store.js';
-import { BACKEND } from '../helpers.js';
-import { tempDir } from './spawn.js';
+import { BACKEND } from '../helpers/app.js';
+import { tempDir } from '../helpers/sqlite-spawn.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { setImmediate as tick } from 'node:timers/promises';
 import { newEndpointId, newWebhookSecret } from '../../src/domain/webhook.js';
 import { StoreUnavailableError } from '../../src/store/store.js';
-import { BACKEND, testStore } from '../helpers.js';
+import { BACKEND, testStore } from '../helpers/app.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 

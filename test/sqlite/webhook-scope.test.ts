@@ -3,12 +3,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { buildApp } from '../../src/app.js';
-import { parseDatabaseUrl } from '../../src/config.js';
+import { parseDatabaseUrl } from '../../src/config/index.js';
 import { openStore } from '../../src/store/open.js';
-import Database from '../../src/store/sqlite-driver.js';
+import Database from '../../src/store/sqlite/driver.js';
 import { hashToken } from '../../src/tokens.js';
-import { BACKEND, bearer, silentLogger } from '../helpers.js';
-import { tempDir } from './spawn.js';
+import { BACKEND, bearer, silentLogger } from '../helpers/app.js';
+import { tempDir } from '../helpers/sqlite-spawn.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 

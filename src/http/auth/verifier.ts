@@ -1,3 +1,4 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../../domain/principal.js';
 
 /**
@@ -21,7 +22,7 @@ export type Verdict = Principal | Refusal;
 /**
  * Turns a bearer string into a principal or a refusal. One implementation per kind of credential:
  * opaque `pst_…` tokens (opaque.ts) first; a JWT/OIDC verifier (jwt.ts) is one more file beside it,
- * listed in `verifiers()` in authenticate.ts with its configuration.
+ * listed in `verifiers()` in hooks.ts with its configuration.
  *
  * `verify` may answer synchronously: the hook takes a non-promise answer at once, so a verifier that
  * knows the answer without I/O (a cached opaque token, a JWT checked against cached keys) costs no
@@ -49,3 +50,10 @@ export interface Verifier {
   /** Stops background work (a JWT verifier's key refresh) when the app closes. */
   close?(): void;
 }
+
+export type Done = (error?: Error) => void;
+/**
+ * Authentication steps are callback-style onRequest hooks: an async hook would cost a promise per
+ * request even when the answer is known synchronously (a cached token).
+ */
+export type Hook = (request: FastifyRequest, reply: FastifyReply, done: Done) => void;

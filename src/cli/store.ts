@@ -1,0 +1,84 @@
+import { existsSync } from 'node:fs';
+import { loadDatabaseConfig, type DatabaseConfig } from '../config/index.js';
+import { processLogger } from '../logger.js';
+import { openStore, type OpenOptions } from '../store/open.js';
+import { NoStoreError, type Store } from '../store/store.js';
+
+/** The store as the CLI names it on stderr: a PostgreSQL URL keeps everything but its passwords. */
+export function describeStore(database: DatabaseConfig): string {
+  if (database.kind === 'sqlite') return `sqlite:${database.path}`;
+  let url: URL;
+  try {
+    url = new URL(database.url);
+  } catch {
+    return `${database.url.slice(0, database.url.indexOf(':'))}://… (unparsable URL, not shown: it may hold a password)`;
+  }
+  if (url.password !== '') url.password = '***';
+  // node-postgres also reads passwords from the query string (password=, sslpassword=).
+  for (const name of [...url.searchParams.keys()]) if (/password/i.test(name)) url.searchParams.set(name, '***');
+  return url.toString();
+}
+
+/** How a command uses the store besides its operation. */
+interface StoreUse {
+  /** Exported stores only: a missing SQLite store is an error, not one to create. */
+  readonly mustExist?: boolean;
+  /**
+   * A command that has nothing to do without a store: what it would have found ("there are no tokens
+   * to list"). A missing SQLite store is then an error, and none is created.
+   */
+  readonly missing?: string;
+  readonly onMigrated?: OpenOptions['onMigrated'];
+}
+
+export function withStore<T>(databaseUrl: string | undefined, use: (store: Store) => Promise<T>, how: StoreUse = {}): Promise<T> {
+  return withOpenedStore(databaseUrl, openStore, use, how);
+}
+
+export async function withOpenedStore<S extends Store, T>(
+  databaseUrl: string | undefined,
+  open: (location: DatabaseConfig, options: OpenOptions) => Promise<S>,
+  use: (store: S) => Promise<T>,
+  { mustExist: mustExistOption = false, missing, onMigrated }: StoreUse = {},
+): Promise<T> {
+  const config = loadDatabaseConfig(databaseUrl);
+  // A relative default means a CLI run from another directory finds another store, or makes a new one
+  // whose tokens the server never sees: say which store this is, and when it is new.
+  console.error(`using ${describeStore(config.database)}`);
+  if (config.database.kind === 'sqlite' && !existsSync(config.database.path)) {
+    if (mustExistOption) throw new Error(`no store at ${config.database.path}: there is nothing to export`);
+    if (missing !== undefined) {
+      throw new Error(
+        `no store at ${config.database.path}: ${missing} (run the command in the server's directory, or give it the server's DATABASE_URL)`,
+      );
+    }
+    console.error(
+      `no store at ${config.database.path} yet: creating a new one (a server started in another directory, ` +
+        'or with another DATABASE_URL, will not see it)',
+    );
+  }
+  // Progress (waiting for PostgreSQL) goes to stderr, so stdout carries only the command's output.
+  const logger = processLogger('info', config.logFormat, { fd: 2, sync: true });
+  // On PostgreSQL, the same rule: a command with nothing to do without a store makes no tables.
+  const mustExist = missing !== undefined || mustExistOption;
+  let store: S;
+  try {
+    store = await open(config.database, {
+      logger,
+      poolSize: 1,
+      startupTimeoutMs: config.databaseStartupTimeoutMs,
+      onMigrated,
+      // Said above already, in the CLI's words.
+      logCreation: false,
+      mustExist,
+    });
+  } catch (error) {
+    if (!(error instanceof NoStoreError)) throw error;
+    throw new Error(`no store at ${describeStore(config.database)}: ${missing ?? 'there is nothing to export'} (give the command the server's DATABASE_URL)`);
+  }
+  try {
+    return await use(store);
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,24 @@
+import { isAbsolute, resolve } from 'node:path';
+import { ConfigError } from './error.js';
+import { postgresUrlProblem } from '../domain/database-url.js';
+
+export type DatabaseConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
+
+// The value may hold a password, so it is not repeated in the message.
+export const DATABASE_URL_REFUSAL = 'DATABASE_URL must start with sqlite:, postgres:// or postgresql://';
+
+export function parseDatabaseUrl(value: string): DatabaseConfig {
+  if (value.startsWith('sqlite:')) {
+    const path = value.slice('sqlite:'.length);
+    if (path === '' || path === ':memory:') {
+      throw new ConfigError('DATABASE_URL sqlite: needs a file path (an in-memory store would not be durable)');
+    }
+    return { kind: 'sqlite', path: isAbsolute(path) ? path : resolve(path) };
+  }
+  if (!/^postgres(ql)?:\/\//.test(value)) throw new ConfigError(DATABASE_URL_REFUSAL);
+  // Checked with the other settings, so that a URL node-postgres cannot read ends start-up before
+  // anything listens or connects (node-postgres itself would say so only at the first connection).
+  const problem = postgresUrlProblem(value);
+  if (problem) throw new ConfigError(`DATABASE_URL${problem.startsWith('is ') ? ' ' : ': '}${problem}`);
+  return { kind: 'postgres', url: value };
+}

@@ -1,0 +1,107 @@
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { ApiError, ERRORS, writeRawError } from '../errors.js';
+
+/** Marks a request whose Expect header Node found unmeetable (see below). */
+const EXPECTATION_FAILED = Symbol('expectationFailed');
+type Marked = IncomingMessage & { [EXPECTATION_FAILED]?: true };
+/** Marks a connection whose framing was refused: nothing more read from it is a request. */
+const FRAMING_REFUSED = Symbol('framingRefused');
+type MarkedSocket = Socket & { [FRAMING_REFUSED]?: true };
+
+const CLOSE = { connection: 'close' };
+
+/**
+ * HTTP/1.1 rules Node would otherwise enforce with answers of its own, empty or none at all. Each answer
+ * here is an Error body with the security headers, like every other. Needs the http server option
+ * `requireHostHeader: false` (see app.ts), so that a missing Host reaches the hook.
+ *
+ * Registers the first onRequest hook of the app, which also checks the URL's length (one hook rather than
+ * two on every request): it runs before any route's own hooks (authentication) and before the body is read.
+ */
+export function enforceProtocol(app: FastifyInstance, { maxUrlLength }: { maxUrlLength: number }): void {
+  // RFC 9110 §10.1.1: an expectation other than 100-continue may be refused with 417. Node would answer
+  // 417 with an empty body; the request goes through Fastify instead, marked, and the hook refuses it,
+  // so the answer has every header an answer gets (security, CORS, Connection: close while draining).
+  app.server.on('checkExpectation', (request: Marked, response) => {
+    request[EXPECTATION_FAILED] = true;
+    app.routing(request, response);
+  });
+  // This server is no proxy. Node would close the connection without a word; what follows a CONNECT is
+  // tunnel data, so the connection is closed after the answer.
+  app.server.on('connect', (_request, socket) => {
+    writeRawError(socket, ERRORS.badRequest, `${ERRORS.badRequest.message}: CONNECT is not supported (this is not a proxy)`);
+  });
+  app.addHook('onRequest', (request, _reply, done) => {
+    const raw = request.raw as Marked;
+    const refused = framingError(raw);
+    if (refused !== undefined) return done(refused);
+    if (request.url.length > maxUrlLength) return done(new ApiError(ERRORS.urlTooLong));
+    // RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without Host.
+    if (raw.headers.host === undefined && raw.httpVersion === '1.1') {
+      return done(new ApiError(ERRORS.badRequest, `${ERRORS.badRequest.message}: an HTTP/1.1 request needs a Host header`));
+    }
+    if (raw[EXPECTATION_FAILED]) return done(new ApiError(ERRORS.expectationFailed));
+    // Node keeps the first of two Host or Authorization lines and drops the other, so which host or
+    // credentials count would depend on their order, and an intermediary may well pick the other one.
+    // RFC 9112 §3.2: a request with more than one Host line MUST be answered 400; RFC 9110 §5.3: a field
+    // that is not a list must not be repeated.
+    const twice = repeatedField(raw.rawHeaders);
+    if (twice !== undefined) {
+      return done(new ApiError(ERRORS.badRequest, `${ERRORS.badRequest.message}: the ${twice} header appears more than once`));
+    }
+    done();
+  });
+}
+
+/** The first of Host and Authorization that the request has more than one field line of, if any. */
+function repeatedField(rawHeaders: readonly string[]): 'Host' | 'Authorization' | undefined {
+  let host = false;
+  let authorization = false;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const field = rawHeaders[i] as string;
+    // Lengths first: most fields are neither, and are passed over without being lower-cased.
+    if (field.length === 4 && field.toLowerCase() === 'host') {
+      if (host) return 'Host';
+      host = true;
+    } else if (field.length === 13 && field.toLowerCase() === 'authorization') {
+      if (authorization) return 'Authorization';
+      authorization = true;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The refusal of a request whose body framing this server does not read, if it is one; also used for
+ * requests Fastify refuses before routing (a bad URL), which no hook sees. The answer closes the
+ * connection. Node goes on parsing what arrived with the request (with `gzip, chunked` it can frame a
+ * request after the body) and would run it, its answer discarded: the connection is marked, and anything
+ * read from it afterwards is refused too, so nothing after the refusal runs.
+ */
+export function framingError(request: IncomingMessage): ApiError | undefined {
+  const socket = request.socket as MarkedSocket;
+  if (!socket[FRAMING_REFUSED] && (request.headers['transfer-encoding'] === undefined || onlyChunked(request))) return undefined;
+  socket[FRAMING_REFUSED] = true;
+  return new ApiError(
+    ERRORS.badRequest,
+    `${ERRORS.badRequest.message}: Transfer-Encoding must be exactly "chunked" (on HTTP/1.1, without Content-Length)`,
+    CLOSE,
+  );
+}
+
+/**
+ * The one transfer coding this server reads is chunked, alone. RFC 9112 §6.1: a coding the server does
+ * not implement (`gzip, chunked`) SHOULD be 501, but a 5xx would blame the server for a request it
+ * cannot take, so it is 400 like the other framing errors; chunked twice is forbidden; `identity` is no
+ * coding any more; on HTTP/1.0 any Transfer-Encoding means faulty framing; with Content-Length as well
+ * it is a smuggling attempt (RFC 9112 §6.3), refused rather than guessed at.
+ */
+function onlyChunked(request: IncomingMessage): boolean {
+  return (
+    request.headers['transfer-encoding']?.toLowerCase() === 'chunked' &&
+    request.httpVersion === '1.1' &&
+    request.headers['content-length'] === undefined
+  );
+}

@@ -1,0 +1,92 @@
+import { Type, type Static } from 'typebox';
+import { STORABLE_TEXT } from '../../../domain/plant.js';
+import type { DeliveryState, WebhookDeliveryView, WebhookView } from '../../../domain/webhook.js';
+import { WEBHOOK_URL_MAX_CHARS } from '../../../webhooks/destination.js';
+import { DESCRIPTION_MAX_CHARS } from '../../../webhooks/register.js';
+
+/**
+ * The schemas of the /webhooks routes, published under components.schemas (see schemas.ts). Responses
+ * are closed (additionalProperties: false), so that the serializer never lets a field through that the
+ * document does not name: a secret, above all.
+ */
+export const NewWebhookSchema = Type.Object(
+  {
+    url: Type.String({
+      maxLength: WEBHOOK_URL_MAX_CHARS,
+      description:
+        `Absolute http: or https: URL, at most ${WEBHOOK_URL_MAX_CHARS} characters, without credentials, spaces or control characters; ` +
+        'not a loopback, private, link-local, unspecified or multicast address unless the server allows them (WEBHOOK_ALLOW_PRIVATE)',
+    }),
+    description: Type.Optional(
+      Type.String({
+        maxLength: DESCRIPTION_MAX_CHARS,
+        pattern: STORABLE_TEXT,
+        description: `0 to ${DESCRIPTION_MAX_CHARS} characters; no U+0000 and no unpaired surrogates`,
+      }),
+    ),
+  },
+  { $id: 'NewWebhook', description: 'A webhook endpoint to register; unknown fields are ignored' },
+);
+export type NewWebhookBody = Static<typeof NewWebhookSchema>;
+
+const DateTime = (description: string) => Type.String({ format: 'date-time', description });
+
+export const CreatedWebhookSchema = Type.Object(
+  {
+    id: Type.String({ description: 'Opaque endpoint id (ep_…)' }),
+    url: Type.String(),
+    description: Type.Optional(Type.String()),
+    secret: Type.String({
+      description: 'The Standard Webhooks signing secret (whsec_ + base64 of 32 random bytes). Shown in this answer only.',
+    }),
+    createdAt: DateTime('When it was registered'),
+  },
+  { $id: 'CreatedWebhook', additionalProperties: false, description: 'A registered endpoint, with its secret (shown once)' },
+);
+export type CreatedWebhook = Static<typeof CreatedWebhookSchema>;
+
+export const WebhookSchema = Type.Object(
+  {
+    id: Type.String({ description: 'Opaque endpoint id (ep_…)' }),
+    user: Type.String({ description: 'The user who registered it' }),
+    allUsers: Type.Boolean({
+      description: 'Receives every user\'s new plants: registered with an admin token, and its user still holds an active one. Else its user\'s',
+    }),
+    url: Type.String(),
+    description: Type.Optional(Type.String()),
+    createdAt: DateTime('When it was registered'),
+    disabledAt: Type.Optional(DateTime('When the receiver answered 410 Gone; nothing is sent to it since. Absent while enabled')),
+    disabledReason: Type.Optional(Type.String({ description: 'Why it was disabled' })),
+  },
+  { $id: 'Webhook', additionalProperties: false, description: 'A registered endpoint, never with its secret' },
+);
+
+/** The same shape both ways: the published schema and the view the code builds cannot drift apart. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const webhookViewMatches: Same<Static<typeof WebhookSchema>, WebhookView> = true;
+
+export const WebhookDeliverySchema = Type.Object(
+  {
+    eventId: Type.String({ description: 'The webhook-id header: the same on every attempt of one event to one endpoint' }),
+    // fast-json-stringify writes a bigint's exact digits for an integer schema.
+    plantId: Type.Unsafe<bigint>(Type.Integer({ format: 'int64', description: 'The new plant\'s id, exact' })),
+    attempt: Type.Integer({ minimum: 1, description: '1 for the first attempt' }),
+    status: Type.Unsafe<number | null>({
+      type: ['integer', 'null'],
+      description: 'The receiver\'s HTTP status, or null when none came (refused, timed out, destination not allowed)',
+    }),
+    error: Type.Optional(Type.String({ description: 'Why the attempt failed, briefly; absent when it succeeded' })),
+    at: DateTime('When the attempt was made'),
+    state: Type.Unsafe<DeliveryState>(
+      Type.String({
+        enum: ['pending', 'delivered', 'failed'],
+        description: 'The event\'s state after this attempt: pending (to be retried), delivered, or failed (given up)',
+      }),
+    ),
+    nextAttemptAt: Type.Optional(DateTime('When the next attempt is due; only when pending')),
+  },
+  { $id: 'WebhookDelivery', additionalProperties: false, description: 'One attempt to deliver one event' },
+);
+const deliveryViewMatches: Same<Static<typeof WebhookDeliverySchema>, WebhookDeliveryView> = true;
+void webhookViewMatches;
+void deliveryViewMatches;

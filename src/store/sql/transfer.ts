@@ -1,0 +1,214 @@
+import { isScope } from '../../domain/principal.js';
+import type { Dialect, TokenRow } from './statements.js';
+import type {
+  EndpointTransferRecord, EventTransferRecord, PlantRecord, Snapshot, TokenTransferRecord,
+} from '../transfer.js';
+
+/**
+ * What both backends share of export and import (store/transfer.ts), as sql/statements.ts is for requests: the
+ * statements, keyset paging over one snapshot, and row mapping. Each backend keeps its transactions
+ * and how it writes plants in bulk (one statement of many rows on PostgreSQL, prepared rows on SQLite).
+ */
+
+/** Rows per page read from the snapshot, and so per batch handed to the writer. */
+export const EXPORT_PAGE_ROWS = 1000;
+
+export interface TransferStatements {
+  readonly counts: string;
+  readonly plantsPage: string;
+  readonly tokensPage: string;
+  readonly endpointsPage: string;
+  readonly eventsPage: string;
+  readonly insertTokenWithId: string;
+  readonly insertTokenNewId: string;
+  readonly tokenByHash: string;
+  readonly endpointById: string;
+  readonly insertEndpoint: string;
+  readonly insertEvent: string;
+}
+
+const ENDPOINT_COLUMNS = 'id, username, all_users, url, description, secret, created_at, disabled_at, disabled_reason';
+const TOKEN_COLUMNS = 'hash, username, scopes, admin, name, created_at, expires_at, revoked_at';
+
+/**
+ * `endpointOrder` is the backend's creation order of endpoints, as its listWebhooks sorts them (SQLite
+ * rowid; PostgreSQL created_at, id): endpoints have no position column, so they are paged by offset
+ * (a user has at most WEBHOOK_MAX_PER_USER of them, so there are few).
+ */
+export function transferStatements(d: Dialect, endpointOrder: string): TransferStatements {
+  const p = (from: number, count: number) => Array.from({ length: count }, (_, i) => d.param(from + i)).join(', ');
+  return {
+    counts: `SELECT (SELECT count(*) FROM plants) AS plants, (SELECT count(*) FROM tokens) AS tokens,
+      (SELECT count(*) FROM webhook_endpoints) AS webhooks,
+      (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending') AS events`,
+    // Ids as text: an int64 past 2^53 would lose digits as a JS number.
+    plantsPage: `SELECT seq, owner, CAST(id AS TEXT) AS id, name, tag FROM plants
+      WHERE seq > ${d.param(1)} ORDER BY seq LIMIT ${d.param(2)}`,
+    tokensPage: `SELECT id, ${TOKEN_COLUMNS} FROM tokens WHERE id > ${d.param(1)} ORDER BY id LIMIT ${d.param(2)}`,
+    endpointsPage: `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY ${endpointOrder}
+      LIMIT ${d.param(1)} OFFSET ${d.param(2)}`,
+    eventsPage: `SELECT seq, event_id, endpoint_id, CAST(plant_id AS TEXT) AS plant_id, body, attempts, next_attempt_at,
+      leased_by, created_at FROM webhook_deliveries WHERE state = 'pending' AND seq > ${d.param(1)} ORDER BY seq LIMIT ${d.param(2)}`,
+    // No conflict target: a taken id and a stored hash both insert nothing (the caller looked the hash up first).
+    insertTokenWithId: `INSERT INTO tokens (id, ${TOKEN_COLUMNS}) ${d.explicitIdentity} VALUES (${p(1, 9)})
+      ON CONFLICT DO NOTHING RETURNING id`,
+    insertTokenNewId: `INSERT INTO tokens (${TOKEN_COLUMNS}) VALUES (${p(1, 8)}) RETURNING id`,
+    tokenByHash: `SELECT id, ${TOKEN_COLUMNS} FROM tokens WHERE hash = ${d.param(1)}`,
+    endpointById: `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = ${d.param(1)}`,
+    insertEndpoint: `INSERT INTO webhook_endpoints (${ENDPOINT_COLUMNS}) VALUES (${p(1, 9)}) ON CONFLICT (id) DO NOTHING`,
+    insertEvent: `INSERT INTO webhook_deliveries (event_id, endpoint_id, plant_id, body, state, attempts, next_attempt_at, created_at)
+      VALUES (${d.param(1)}, ${d.param(2)}, ${d.param(3)}, ${d.param(4)}, 'pending', ${d.param(5)}, ${d.param(6)}, ${d.param(7)})`,
+  };
+}
+
+export interface PlantExportRow {
+  readonly seq: number | string;
+  readonly owner: string;
+  readonly id: string;
+  readonly name: string;
+  readonly tag: string | null;
+}
+
+export interface TokenExportRow extends TokenRow {
+  readonly hash: string;
+}
+
+export interface EndpointExportRow {
+  readonly id: string;
+  readonly username: string;
+  readonly all_users: unknown;
+  readonly url: string;
+  readonly description: string | null;
+  readonly secret: string;
+  readonly created_at: unknown;
+  readonly disabled_at: unknown;
+  readonly disabled_reason: string | null;
+}
+
+export interface EventExportRow {
+  readonly seq: number | string;
+  readonly event_id: string;
+  readonly endpoint_id: string;
+  readonly plant_id: string;
+  readonly body: string;
+  readonly attempts: number;
+  readonly next_attempt_at: unknown;
+  readonly leased_by: string | null;
+  readonly created_at: unknown;
+}
+
+export const plantOfRow = (r: { owner: string; id: string; name: string; tag: string | null }): PlantRecord =>
+  ({ owner: r.owner, id: BigInt(r.id), name: r.name, tag: r.tag });
+
+const dateOrNull = (d: Dialect, stored: unknown) => (stored === null ? null : d.dateOf(stored));
+
+export function tokenOfRow(d: Dialect, r: TokenExportRow): TokenTransferRecord {
+  return {
+    id: Number(r.id),
+    hash: r.hash,
+    user: r.username,
+    scopes: d.scopesOf(r.scopes).filter(isScope),
+    admin: d.flagOf(r.admin),
+    name: r.name,
+    createdAt: d.dateOf(r.created_at),
+    expiresAt: dateOrNull(d, r.expires_at),
+    revokedAt: dateOrNull(d, r.revoked_at),
+  };
+}
+
+export function endpointOfRow(d: Dialect, r: EndpointExportRow): EndpointTransferRecord {
+  return {
+    id: r.id,
+    user: r.username,
+    allUsers: d.flagOf(r.all_users),
+    url: r.url,
+    description: r.description,
+    secret: r.secret,
+    createdAt: d.dateOf(r.created_at),
+    disabledAt: dateOrNull(d, r.disabled_at),
+    disabledReason: r.disabled_reason,
+  };
+}
+
+/**
+ * An event claimed when the snapshot was taken is exported as due at that moment, its attempt counted:
+ * the attempt may have been made (as when a server releases a crashed instance's claims), and the
+ * claim itself means nothing in another store.
+ */
+export function eventOfRow(d: Dialect, r: EventExportRow, takenAt: Date): EventTransferRecord {
+  return {
+    eventId: r.event_id,
+    endpointId: r.endpoint_id,
+    plantId: BigInt(r.plant_id),
+    body: r.body,
+    attempts: r.attempts,
+    nextAttemptAt: r.leased_by !== null || r.next_attempt_at === null ? takenAt : d.dateOf(r.next_attempt_at),
+    createdAt: d.dateOf(r.created_at),
+  };
+}
+
+/** The values of insertTokenWithId, or (without the id) insertTokenNewId. */
+export function tokenInsertValues(d: Dialect, t: TokenTransferRecord, withId: boolean): unknown[] {
+  const time = (date: Date | null) => (date === null ? null : d.time(date));
+  const values = [t.hash, t.user, d.scopes(t.scopes), d.flag(t.admin), t.name, d.time(t.createdAt), time(t.expiresAt), time(t.revokedAt)];
+  return withId ? [t.id, ...values] : values;
+}
+
+export function endpointInsertValues(d: Dialect, e: EndpointTransferRecord): unknown[] {
+  return [
+    e.id, e.user, d.flag(e.allUsers), e.url, e.description, e.secret, d.time(e.createdAt),
+    e.disabledAt === null ? null : d.time(e.disabledAt), e.disabledReason,
+  ];
+}
+
+/** Int64 ids bind as bigint on both drivers (node-postgres sends their text). */
+export function eventInsertValues(d: Dialect, e: EventTransferRecord): unknown[] {
+  return [e.eventId, e.endpointId, e.plantId, e.body, e.attempts, d.time(e.nextAttemptAt), d.time(e.createdAt)];
+}
+
+/** Runs one statement of the snapshot's transaction and returns its rows. */
+export type RowQuery = <R>(name: string, text: string, values: unknown[]) => Promise<R[]>;
+
+async function* pages<R, T>(
+  query: RowQuery, name: string, text: string, values: (page: number, last: R | undefined) => unknown[], map: (row: R) => T,
+): AsyncIterable<T[]> {
+  let last: R | undefined;
+  for (let page = 0; ; page++) {
+    const rows = await query<R>(name, text, values(page, last));
+    if (rows.length > 0) yield rows.map(map);
+    if (rows.length < EXPORT_PAGE_ROWS) return;
+    last = rows[rows.length - 1];
+  }
+}
+
+interface CountsRow {
+  readonly plants: number | string;
+  readonly tokens: number | string;
+  readonly webhooks: number | string;
+  readonly events: number | string;
+}
+
+/**
+ * The snapshot over `query`, which must run inside the backend's snapshot transaction: the counts
+ * first, then each kind by keyset (position, token id) or, for endpoints, offset.
+ */
+export async function snapshotOver(d: Dialect, S: TransferStatements, query: RowQuery): Promise<Snapshot> {
+  const takenAt = new Date();
+  const [c] = await query<CountsRow>('transfer_counts', S.counts, []);
+  if (!c) throw new Error('the counts query returned no row');
+  const n = EXPORT_PAGE_ROWS;
+  return {
+    counts: { plants: Number(c.plants), tokens: Number(c.tokens), webhooks: Number(c.webhooks), events: Number(c.events) },
+    takenAt,
+    plants: () => pages<PlantExportRow, PlantRecord>(query, 'transfer_plants', S.plantsPage, (_, last) => [last?.seq ?? 0, n], plantOfRow),
+    tokens: () => pages<TokenExportRow, TokenTransferRecord>(
+      query, 'transfer_tokens', S.tokensPage, (_, last) => [last?.id ?? 0, n], (r) => tokenOfRow(d, r),
+    ),
+    webhooks: () => pages<EndpointExportRow, EndpointTransferRecord>(
+      query, 'transfer_endpoints', S.endpointsPage, (page) => [n, page * n], (r) => endpointOfRow(d, r),
+    ),
+    events: () => pages<EventExportRow, EventTransferRecord>(
+      query, 'transfer_events', S.eventsPage, (_, last) => [last?.seq ?? 0, n], (r) => eventOfRow(d, r, takenAt),
+    ),
+  };
+}

@@ -1,0 +1,417 @@
+import { closeSync, fdatasyncSync, openSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
+import type Database from './driver.js';
+import { isBusy, isUnwritable, storeError } from './errors.js';
+import { StoreUnavailableError } from '../store.js';
+
+interface QueuedWrite {
+  run(): unknown;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+  /** Set when the write first finds the lock taken: past this, it fails with 503 instead of waiting on. */
+  deadline: number | undefined;
+  /** Must survive power loss once resolved (see `add`). */
+  readonly durable: boolean;
+}
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/** A batch committed, its callers not yet answered: waiting for the WAL sync that makes it durable. */
+interface CommittedBatch {
+  readonly writes: QueuedWrite[];
+  readonly outcomes: Outcome[];
+  /** Needs a sync of its own (a durable write among its writes); otherwise only the syncs of those before it. */
+  readonly durable: boolean;
+  /** What `events.ran` returned for it. */
+  readonly ran: unknown;
+}
+
+/** Makes the frames written to the WAL so far survive power loss. */
+export interface WalSync {
+  /** Off the event loop; `done` is called on the event loop afterwards. One call at a time. */
+  sync(done: (error: Error | null) => void): void;
+  /**
+   * Hands a sync that has finished by now to its `done` at once, when the event loop has not got to its
+   * answer yet: a busy loop gets to it only at its next turn, after every socket that turn found ready.
+   */
+  poll(): void;
+  /** The same, blocking: for close, which must leave nobody waiting. */
+  syncNow(): void;
+  /** Stops what `sync` runs on; a sync still in flight is never answered. */
+  close(): void;
+}
+
+/**
+ * Runs in a thread of its own: fdatasync of the file named in each message, answered in order. Each
+ * outcome is also written to the shared `state` before its message is posted: [1] 0 for success and 1 for
+ * an error, then [0] the count of syncs done (Atomics: the main thread that reads the new count reads that
+ * sync's outcome).
+ */
+const WAL_SYNC = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { closeSync, fdatasyncSync, openSync } = require('node:fs');
+const state = new Int32Array(workerData);
+parentPort.on('message', (path) => {
+  let fd;
+  try {
+    fd = openSync(path, 'r');
+    fdatasyncSync(fd);
+    Atomics.store(state, 1, 0);
+    Atomics.add(state, 0, 1);
+    parentPort.postMessage(null);
+  } catch (error) {
+    Atomics.store(state, 1, 1);
+    Atomics.add(state, 0, 1);
+    parentPort.postMessage({ code: error.code, message: error.message });
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+});`;
+
+/** fdatasync of the file at `path`, opened anew (so it is the file at that path now that is synced). */
+function syncFile(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fdatasyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * fdatasync(2) of the store's WAL file (`<store>-wal`), as SQLite's own commit does with synchronous=FULL,
+ * through a descriptor of our own: the kernel flushes the file's dirty pages whichever descriptor wrote
+ * them. The file is opened anew for each sync, never kept open, so a file replaced since is not synced in
+ * its stead.
+ *
+ * In a worker thread of its own, started at the first sync, rather than libuv's thread pool: that pool
+ * (4 threads) also runs dns.lookup, and the webhook sender resolves the host names users register, so
+ * a destination whose name server does not answer would hold the creates of every user back.
+ *
+ * The thread also counts its syncs in shared memory, so that `poll` can answer a finished sync before
+ * its message is read: under load the event loop reads messages once a turn, after serving every socket
+ * that turn found ready (64 requests of the realistic mix: about 10 ms), and a batch whose sync waited
+ * for the one in flight waited two or three such turns. Its message, read later, is then passed over.
+ */
+export function walFileSync(walPath: string): WalSync {
+  let worker: Worker | undefined;
+  let state: Int32Array | undefined;
+  const waiting: Array<(error: Error | null) => void> = [];
+  /** Syncs of the current thread handed to their `done` (by `poll` or by their message), and messages read. */
+  let answered = 0;
+  let read = 0;
+  const stopped = (w: Worker, error: Error): void => {
+    if (worker !== w) return;
+    worker = undefined;
+    for (const done of waiting.splice(0)) done(error);
+  };
+  const start = (): Worker => {
+    const shared = new SharedArrayBuffer(8);
+    const w = new Worker(WAL_SYNC, { eval: true, workerData: shared });
+    state = new Int32Array(shared);
+    answered = 0;
+    read = 0;
+    w.on('message', (answer: { code?: string; message: string } | null) => {
+      if (worker !== w) return;
+      // Answered already by poll: pass over.
+      const done = ++read > answered ? waiting.shift() : undefined;
+      if (done !== undefined) answered++;
+      // Nothing else waits on the thread: let the process end (a CLI command) without stopping it.
+      if (waiting.length === 0 && read >= answered) w.unref();
+      done?.(answer === null ? null : Object.assign(new Error(answer.message), { code: answer.code }));
+    });
+    w.on('error', (error) => stopped(w, error));
+    w.on('exit', (code) => stopped(w, new Error(`the WAL sync thread exited with code ${code}`)));
+    return w;
+  };
+  return {
+    sync(done) {
+      worker ??= start();
+      waiting.push(done);
+      // Held while a sync is in flight, so that the process waits for its answer.
+      worker.ref();
+      worker.postMessage(walPath);
+    },
+    poll() {
+      // A failed sync is left to its message, which says why.
+      if (state === undefined || waiting.length === 0 || Atomics.load(state, 0) <= answered || Atomics.load(state, 1) !== 0) return;
+      answered++;
+      (waiting.shift() as (error: Error | null) => void)(null);
+    },
+    syncNow() {
+      syncFile(walPath);
+    },
+    close() {
+      const w = worker;
+      worker = undefined;
+      state = undefined;
+      waiting.length = 0;
+      void w?.terminate();
+    },
+  };
+}
+
+/**
+ * While another process holds the write lock, the queue tries again after 1 ms, doubling up to 50 ms:
+ * a CLI command holds the lock for a few milliseconds, so most waits end within the first tries, and a
+ * long one costs at most 20 attempts a second.
+ */
+export const FIRST_RETRY_MS = 1;
+export const MAX_RETRY_MS = 50;
+
+export interface WriteQueueEvents {
+  /** Why nothing may be written now (the file is lost, the store closed), or undefined. */
+  unavailable(): Error | undefined;
+  /** A write failed because the store cannot be written (read-only, disk full, I/O error). */
+  cannotWrite(error: unknown): void;
+  /** Writes committed and synced, none failed for that reason. */
+  committed(): void;
+  /** A batch's writes have run, before its commit: what this returns is handed to `settled` for that batch. */
+  ran?(): unknown;
+  /**
+   * A batch of `writes` writes ended: committed (true) or rolled back (false). Called after the callers
+   * of a committed batch were answered, so that what the writes noted for after the commit happens then.
+   */
+  settled?(committed: boolean, writes: number, ran: unknown): void;
+}
+
+/**
+ * Group commit. Writes that arrive during one turn of the event loop (typically every request parsed
+ * from the sockets that were readable together) run in one transaction, and each caller is answered only
+ * once that transaction is durable.
+ *
+ * Durable without blocking the event loop: a batch commits with synchronous=NORMAL (in WAL mode the
+ * frames are written, not synced), then the WAL is synced with fdatasync in a thread of its own (WalSync)
+ * while the event loop goes on serving, and the batch's callers are answered when that sync returns. One
+ * sync is in flight at a time; the batches committed meanwhile share the next one. Each write queued
+ * and each commit first asks the sync whether it has returned (WalSync.poll), so that under load a
+ * batch is answered, and the next sync started, within the turn the sync returned in. With
+ * synchronous=FULL, SQLite's COMMIT would make the same fdatasync inside the call, the event loop
+ * waiting on the disk. What a power loss can take is the same: only writes not yet answered. What
+ * differs: between its commit and its sync, a batch's writes are visible to reads (a list can show a
+ * plant whose create is not answered yet, as with any concurrent request), and if the sync fails the
+ * callers get 503 for writes that are committed (a retried create answers 200, replayed).
+ *
+ * The connection runs with busy_timeout 0, since SQLite's busy handler would sleep inside the call and
+ * block the event loop. A batch that finds the write lock taken stays queued and is tried again on a
+ * timer; later writes queue behind it in order, and each write that has waited `busyTimeoutMs` since
+ * its first try fails with StoreUnavailableError (503).
+ */
+export class WriteQueue {
+  readonly #db: Database.Database;
+  readonly #busyTimeoutMs: number;
+  readonly #events: WriteQueueEvents;
+  readonly #begin: Database.Statement<[]>;
+  readonly #commit: Database.Statement<[]>;
+  readonly #rollback: Database.Statement<[]>;
+  #queue: QueuedWrite[] = [];
+  /** An arrow function in a field, so that it can be handed to setImmediate/setTimeout as it is. */
+  readonly #flush = () => this.#commitBatch();
+  /** Waiting for another process's write lock: the timer of the next try. */
+  #retry: NodeJS.Timeout | undefined;
+  #retryMs = FIRST_RETRY_MS;
+  #closing = false;
+  readonly #wal: WalSync;
+  /** Committed batches whose callers wait for a sync, in commit order; the first is always durable. */
+  #unsynced: CommittedBatch[] = [];
+  #syncing = false;
+  /** Bumped by close, which syncs and answers everything itself: a sync still in flight then changes nothing. */
+  #generation = 0;
+
+  constructor(db: Database.Database, busyTimeoutMs: number, events: WriteQueueEvents, wal: WalSync) {
+    this.#db = db;
+    this.#busyTimeoutMs = busyTimeoutMs;
+    this.#events = events;
+    this.#wal = wal;
+    this.#begin = db.prepare('BEGIN IMMEDIATE');
+    this.#commit = db.prepare('COMMIT');
+    this.#rollback = db.prepare('ROLLBACK');
+  }
+
+  /**
+   * Queues a write for the next group commit. A `durable: false` write (webhook bookkeeping: claims,
+   * attempt results) needs to survive a crash of this process but not a power loss, since losing it
+   * only repeats a delivery: a batch of such writes alone needs no sync of its own (the OS has the pages;
+   * the next sync covers them too, the WAL being written in order), but it is answered only after every
+   * durable batch committed before it is synced, so that nothing acts on a write a power loss could
+   * still take (a claim on the events of a create not yet durable).
+   */
+  add<T>(run: () => T, { durable = true }: { durable?: boolean } = {}): Promise<T> {
+    // A sync in flight may have finished: its batches are answered now rather than at the loop's next turn.
+    if (this.#syncing) this.#wal.poll();
+    const unavailable = this.#events.unavailable();
+    if (unavailable) return Promise.reject(new StoreUnavailableError(unavailable));
+    return new Promise<T>((resolve, reject) => {
+      if (this.#queue.push({ run, resolve: resolve as (v: unknown) => void, reject, deadline: undefined, durable }) === 1) {
+        setImmediate(this.#flush);
+      }
+    });
+  }
+
+  /**
+   * One last try for the writes still queued (those that find the lock taken fail at once), then one
+   * blocking sync for every committed batch still waiting, so that nobody is left waiting.
+   */
+  close(): void {
+    clearTimeout(this.#retry);
+    this.#closing = true;
+    this.#commitBatch();
+    this.#generation++;
+    this.#syncing = false;
+    this.#wal.close();
+    if (this.#unsynced.length === 0) return;
+    const batches = this.#unsynced;
+    this.#unsynced = [];
+    try {
+      this.#wal.syncNow();
+    } catch (error) {
+      return this.#syncFailed(batches, error);
+    }
+    for (const batch of batches) this.#answer(batch);
+  }
+
+  #commitBatch(): void {
+    this.#retry = undefined;
+    const writes = this.#queue;
+    this.#queue = [];
+    if (writes.length === 0) return;
+    const unavailable = this.#events.unavailable();
+    if (unavailable) return this.#fail(writes, new StoreUnavailableError(unavailable));
+    // NORMAL for the batch only (the sync follows, off the event loop); every other commit on the
+    // connection (the probe, the cursor key, migrations) stays FULL. Not prepared statements: SQLite
+    // applies `PRAGMA synchronous = …` when it prepares the statement, so running a prepared one again
+    // does not reliably set it (1.5 µs a batch for both).
+    try {
+      this.#db.exec('PRAGMA synchronous = NORMAL');
+    } catch (error) {
+      return this.#fail(writes, error);
+    }
+    try {
+      this.#commitWrites(writes);
+    } finally {
+      if (!this.#db.inTransaction) this.#db.exec('PRAGMA synchronous = FULL');
+    }
+  }
+
+  #commitWrites(writes: QueuedWrite[]): void {
+    try {
+      this.#begin.run();
+    } catch (error) {
+      // Nothing was written, so no cached page is dropped.
+      return isBusy(error) ? this.#waitForLock(writes, error) : this.#fail(writes, error);
+    }
+    this.#retryMs = FIRST_RETRY_MS;
+    const outcomes: Outcome[] = [];
+    let aborted: unknown;
+    for (const w of writes) {
+      if (aborted !== undefined) {
+        outcomes.push({ ok: false, error: aborted });
+        continue;
+      }
+      try {
+        outcomes.push({ ok: true, value: w.run() });
+      } catch (error) {
+        // A failed statement rolls back only itself and the others still commit, unless SQLite rolled
+        // back the whole transaction (disk full, I/O error): the rest would then commit one by one.
+        outcomes.push({ ok: false, error });
+        if (!this.#db.inTransaction) aborted = error;
+      }
+    }
+    const ran = this.#events.ran?.();
+    try {
+      if (aborted === undefined) this.#commit.run();
+    } catch (error) {
+      aborted = error;
+      if (this.#db.inTransaction) this.#rollback.run();
+    }
+    if (aborted !== undefined) {
+      this.#fail(writes, aborted);
+      return this.#events.settled?.(false, writes.length, ran);
+    }
+    const batch: CommittedBatch = { writes, outcomes, durable: writes.some((w) => w.durable), ran };
+    // A batch that needs no sync and follows none waiting for one is answered at once.
+    if (!batch.durable && this.#unsynced.length === 0) return this.#answer(batch);
+    this.#unsynced.push(batch);
+    this.#sync();
+  }
+
+  /** Starts a sync of the WAL for the batches waiting, unless one is in flight (it is started again when that returns). */
+  #sync(): void {
+    // The sync in flight may have finished by now (see WalSync.poll): its callback then starts the next,
+    // which covers the batch just committed too.
+    if (this.#syncing) return this.#wal.poll();
+    if (this.#unsynced.length === 0) return;
+    this.#syncing = true;
+    const covered = this.#unsynced.length;
+    const generation = this.#generation;
+    this.#wal.sync((error) => {
+      if (generation !== this.#generation) return;
+      this.#syncing = false;
+      if (error) {
+        // What follows the batches covered was written after them and is no safer: all fail.
+        const batches = this.#unsynced;
+        this.#unsynced = [];
+        return this.#syncFailed(batches, error);
+      }
+      for (const batch of this.#unsynced.splice(0, covered)) this.#answer(batch);
+      // Batches of non-durable writes that now follow no unsynced batch need no sync of their own.
+      while (this.#unsynced[0]?.durable === false) this.#answer(this.#unsynced.shift() as CommittedBatch);
+      this.#sync();
+    });
+  }
+
+  /** Answers the callers of a committed (and, where needed, synced) batch. */
+  #answer({ writes, outcomes, ran }: CommittedBatch): void {
+    let cannotWrite: unknown;
+    let committed = false;
+    outcomes.forEach((o, i) => {
+      if (o.ok) {
+        committed = true;
+        return writes[i]?.resolve(o.value);
+      }
+      if (isUnwritable(o.error)) cannotWrite = o.error;
+      writes[i]?.reject(storeError(o.error));
+    });
+    if (cannotWrite !== undefined) this.#events.cannotWrite(cannotWrite);
+    else if (committed) this.#events.committed();
+    this.#events.settled?.(true, writes.length, ran);
+  }
+
+  /**
+   * The WAL could not be synced: whether these committed batches would survive a power loss is unknown,
+   * so their writes fail with 503 (a retried create then finds its plant and answers 200). Their
+   * writes are committed and visible all the same: `settled` says committed.
+   */
+  #syncFailed(batches: CommittedBatch[], error: unknown): void {
+    this.#events.cannotWrite(error);
+    const failure = new StoreUnavailableError(error);
+    for (const { writes, outcomes, ran } of batches) {
+      outcomes.forEach((o, i) => writes[i]?.reject(o.ok ? failure : storeError(o.error)));
+      this.#events.settled?.(true, writes.length, ran);
+    }
+  }
+
+  #fail(writes: QueuedWrite[], error: unknown): void {
+    if (isUnwritable(error)) this.#events.cannotWrite(error);
+    const failure = storeError(error);
+    for (const w of writes) w.reject(failure);
+  }
+
+  /** Another process holds the write lock: fail the writes that waited long enough, try the rest again soon. */
+  #waitForLock(writes: QueuedWrite[], busy: unknown): void {
+    const now = performance.now();
+    const waiting: QueuedWrite[] = [];
+    for (const w of writes) {
+      w.deadline ??= now + this.#busyTimeoutMs;
+      if (w.deadline <= now || this.#closing) w.reject(new StoreUnavailableError(busy));
+      else waiting.push(w);
+    }
+    // Deadlines grow along the queue, so the first is the nearest.
+    const first = waiting[0];
+    if (first?.deadline === undefined) return;
+    // Nothing was queued meanwhile (all of this is synchronous), so the order is kept.
+    this.#queue = waiting;
+    this.#retry = setTimeout(this.#flush, Math.min(this.#retryMs, first.deadline - now));
+    this.#retryMs = Math.min(this.#retryMs * 2, MAX_RETRY_MS);
+  }
+}

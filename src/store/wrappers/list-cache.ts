@@ -1,0 +1,175 @@
+import type { NewPlant, Plant } from '../../domain/plant.js';
+import { PageCache } from './page-cache.js';
+import type {
+  AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, NewWebhookEndpoint, WebhookEndpoint,
+} from '../../domain/webhook.js';
+import type {
+  CacheableStore, CreateOutcome, ListQuery, NewTokenRecord, PlantPage, RateCount, Store, StoreObserver, TokenRecord,
+  WebhookBacklog,
+} from '../store.js';
+
+/**
+ * A page the cache keeps, with its JSON text made on first need and kept with it: a cached list is then
+ * sent without serializing again. `JSON.stringify` of a Plant (name, then tag when present, both
+ * strings) gives the same text as the route's response schema would (fast-json-stringify escapes
+ * strings as JSON.stringify does, lone surrogates included); the shared list tests compare both paths.
+ */
+class CachedPage implements PlantPage {
+  readonly plants: readonly Plant[];
+  readonly next: number | null;
+  #json: string | undefined;
+
+  constructor({ plants, next }: PlantPage) {
+    this.plants = plants;
+    this.next = next;
+  }
+
+  get json(): string {
+    return (this.#json ??= JSON.stringify(this.plants));
+  }
+}
+
+/**
+ * The list cache as a store: every method goes to `inner`, and lists are served from a PageCache that
+ * this wrapper alone fills and invalidates. Correct only where this handle is the only writer of plants
+ * (store/open.ts decides: a SQLite server, which holds the one-server lock). It needs nothing else of the
+ * backend: a page is stamped before the read starts, and a write is recorded after its commit (or
+ * failure), so a page read before a write, whenever it is cached, is never served after that write; while
+ * the write is under way (it may be committed and visible to reads before it is answered), its owner's
+ * pages are not served at all.
+ */
+class ListCachingStore implements Store {
+  readonly #inner: CacheableStore;
+  readonly #cache: PageCache;
+
+  constructor(inner: CacheableStore, cache: PageCache) {
+    this.#inner = inner;
+    this.#cache = cache;
+  }
+
+  get backend(): string {
+    return this.#inner.backend;
+  }
+
+  cachedPage(query: ListQuery): PlantPage | undefined {
+    // Refused by the store (its file lost, or closed): refused here too, cached or not.
+    this.#inner.assertReadable();
+    return this.#cache.get(this.#cache.key(query), false);
+  }
+
+  async listPlants(query: ListQuery): Promise<PlantPage> {
+    this.#inner.assertReadable();
+    const key = this.#cache.key(query);
+    const cached = this.#cache.get(key);
+    if (cached) return cached;
+    const readAt = this.#cache.stamp();
+    const read = await this.#inner.listPlants(query);
+    // A page that carries its JSON text (SQLite's) is kept as it is.
+    const page = read.json === undefined ? new CachedPage(read) : read;
+    this.#cache.set(query, key, page, readAt);
+    return page;
+  }
+
+  createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome> {
+    this.#cache.begin(owner);
+    return this.#inner.createPlant(owner, plant).finally(() => {
+      this.#cache.appended(owner, plant.tag);
+      this.#cache.end(owner);
+    });
+  }
+
+  deletePlant(owner: string, id: bigint): Promise<boolean> {
+    this.#cache.begin(owner);
+    return this.#inner.deletePlant(owner, id).finally(() => {
+      this.#cache.wrote(owner);
+      this.#cache.end(owner);
+    });
+  }
+
+  createToken(token: NewTokenRecord): Promise<TokenRecord> {
+    return this.#inner.createToken(token);
+  }
+
+  findTokenByHash(hash: string): Promise<TokenRecord | null> {
+    return this.#inner.findTokenByHash(hash);
+  }
+
+  listTokens(user?: string): Promise<TokenRecord[]> {
+    return this.#inner.listTokens(user);
+  }
+
+  revokeToken(id: number, user?: string): Promise<boolean> {
+    return this.#inner.revokeToken(id, user);
+  }
+
+  hit(key: string, windowMs: number): Promise<RateCount> {
+    return this.#inner.hit(key, windowMs);
+  }
+
+  cursorKey(): Promise<Buffer> {
+    return this.#inner.cursorKey();
+  }
+
+  onEventsQueued(listener: () => void): void {
+    this.#inner.onEventsQueued(listener);
+  }
+
+  createWebhook(endpoint: NewWebhookEndpoint, maxPerUser: number): Promise<WebhookEndpoint | 'limit'> {
+    return this.#inner.createWebhook(endpoint, maxPerUser);
+  }
+
+  listWebhooks(user: string | null): Promise<WebhookEndpoint[]> {
+    return this.#inner.listWebhooks(user);
+  }
+
+  deleteWebhook(id: string, user: string | null): Promise<boolean> {
+    return this.#inner.deleteWebhook(id, user);
+  }
+
+  listDeliveryAttempts(endpointId: string, user: string | null, limit: number): Promise<DeliveryAttempt[] | null> {
+    return this.#inner.listDeliveryAttempts(endpointId, user, limit);
+  }
+
+  claimDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]> {
+    return this.#inner.claimDeliveries(request);
+  }
+
+  recordAttempts(instance: string, results: readonly AttemptResult[]): Promise<void> {
+    return this.#inner.recordAttempts(instance, results);
+  }
+
+  releaseDeliveries(instance: string, deliveries: readonly ClaimedDelivery[]): Promise<void> {
+    return this.#inner.releaseDeliveries(instance, deliveries);
+  }
+
+  sweepWebhooks(before: Date): Promise<number> {
+    return this.#inner.sweepWebhooks(before);
+  }
+
+  webhookBacklog(cap: number): Promise<WebhookBacklog> {
+    return this.#inner.webhookBacklog(cap);
+  }
+
+  ping(): Promise<void> {
+    return this.#inner.ping();
+  }
+
+  close(): Promise<void> {
+    this.#cache.clear();
+    return this.#inner.close();
+  }
+}
+
+/**
+ * `store` with its lists cached, at most `maxPlants` plants (and their bytes: see PageCache); 0 is no cache.
+ * An `observer` reads the cache's counters at scrape time.
+ */
+export function cacheLists(store: CacheableStore, maxPlants: number, observer?: StoreObserver): Store {
+  if (maxPlants <= 0) return store;
+  const cache = new PageCache(maxPlants);
+  observer?.listCache(() => {
+    const { hits, misses, entries, slots, bytes, maxBytes } = cache.usage;
+    return { hits, misses, entries, plants: slots, bytes, maxBytes };
+  });
+  return new ListCachingStore(store, cache);
+}

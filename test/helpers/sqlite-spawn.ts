@@ -1,0 +1,126 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { TestContext } from 'node:test';
+import { testDatabase } from './app.js';
+import { BIN, runCli, startServer } from './process.js';
+
+/**
+ * The tests run as root, which may write any file whatever its mode; a store or lock file the server
+ * "cannot write" needs the server to run as somebody else.
+ */
+export const NOBODY = {
+  uid: Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' })),
+  gid: Number(execFileSync('id', ['-g', 'nobody'], { encoding: 'utf8' })),
+};
+
+/** A fresh directory (removed after the test), owned by `nobody` when asked. */
+export function tempDir(t: TestContext, owner?: typeof NOBODY): string {
+  const dir = mkdtempSync(join(tmpdir(), 'plantstore-sqlite-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  if (owner) chownSync(dir, owner.uid, owner.gid);
+  return dir;
+}
+
+export interface Served {
+  readonly child: ChildProcess;
+  readonly exited: Promise<number | null>;
+  /** stdout and stderr so far. */
+  output(): string;
+  /** Resolves with the URL once the server listens; rejects if it exits first. */
+  readonly listening: Promise<string>;
+}
+
+export interface ServeOptions {
+  /** Run as this user instead of root. */
+  readonly as?: typeof NOBODY;
+  /** A soft limit on the size of any file the server writes (RLIMIT_FSIZE, in 512-byte blocks): a disk that fills up. */
+  readonly fileSizeBlocks?: number;
+}
+
+/** `plantstore serve --port 0`, like test/helpers/process.ts spawnServer, as another user or with a file size limit. */
+export function serve(t: TestContext, env: Record<string, string>, { as, fileSizeBlocks }: ServeOptions = {}): Served {
+  const args = [BIN, 'serve', '--port', '0'];
+  const environment = { ...process.env, LOG_LEVEL: 'info', ...env };
+  // sh's ulimit sets the limit for the process it then becomes (exec); Node ignores SIGXFSZ, so a write
+  // past the limit fails with EFBIG instead of killing the process.
+  const child =
+    fileSizeBlocks === undefined
+      ? spawn(process.execPath, args, { env: environment, stdio: 'pipe', ...as })
+      : spawn('sh', ['-c', `ulimit -S -f ${fileSizeBlocks} && exec "$0" "$@"`, process.execPath, ...args], { env: environment, stdio: 'pipe', ...as });
+  let out = '';
+  child.stdout?.on('data', (d) => (out += d));
+  child.stderr?.on('data', (d) => (out += d));
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  const listening = new Promise<string>((resolve, reject) => {
+    const look = () => {
+      const url = /"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)"/.exec(out)?.[1];
+      if (url) resolve(url);
+    };
+    child.stdout?.on('data', look);
+    void exited.then((code) => reject(new Error(`server exited with ${code} before listening: ${out}`)));
+  });
+  listening.catch(() => undefined);
+  return { child, exited, output: () => out, listening };
+}
+
+/** A start-up that fails must end by itself: the exit code, or 'still running' after `ms` (a hang). */
+export function exitCode(exited: Promise<number | null>, ms = 15_000): Promise<number | null | 'still running'> {
+  return Promise.race([exited, sleep(ms, undefined, { ref: false }).then(() => 'still running' as const)]);
+}
+
+/** Polls until `done` holds, at most `ms`; the last value either way. */
+export async function eventually<T>(ms: number, get: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await get();
+    if (done(value) || Date.now() > end) return value;
+    await sleep(100);
+  }
+}
+
+export interface Answer {
+  readonly status: number;
+  readonly body: string;
+  readonly headers: Headers;
+  /** Milliseconds from sending the request to the end of the answer. */
+  readonly ms: number;
+}
+
+export async function call(url: string, init: RequestInit = {}): Promise<Answer> {
+  const started = performance.now();
+  const res = await fetch(url, init);
+  const body = await res.text();
+  return { status: res.status, body, headers: res.headers, ms: performance.now() - started };
+}
+
+/** The numeric `error` of an Error body, or undefined. */
+export function errorCode(answer: Answer): number | undefined {
+  try {
+    return (JSON.parse(answer.body) as { error?: number }).error;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A real `plantstore serve` on a fresh SQLite file, with a token of alice's (made by the CLI, as a user
+ * would) and calls that use it.
+ */
+export async function servedSqlite(t: TestContext) {
+  const { url } = await testDatabase(t);
+  const env = { DATABASE_URL: url };
+  const token = (await runCli(['token', 'create', '--user', 'alice'], env)).stdout.trim();
+  const server = await startServer(t, env);
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  const create = (id: number) => call(`${server.url}/plants`, { method: 'POST', headers, body: JSON.stringify({ id, name: `p${id}` }) });
+  const list = () => call(`${server.url}/plants`, { headers });
+  const ready = () => call(`${server.url}/readyz`);
+  return { env, path: url.slice('sqlite:'.length), server, create, list, ready };
+}

@@ -38,7 +38,9 @@ const opaque = generateToken();
 const record: TokenRecord = {
   id: 1, user: 'alice', scopes: ['plants:read'], admin: false, name: null, createdAt: new Date(), expiresAt: null, revokedAt: null,
 };
-const store = { findTokenByHash: async () => record } as unknown as Store;
+// Both shapes: the Store as facets (this build) and as it was before them (an older baseline).
+const findTokenByHash = async () => record;
+const store = { tokens: { findTokenByHash }, findTokenByHash } as unknown as Store;
 const log = pino({ level: 'silent' });
 const app = { hasRequestDecorator: () => true } as never;
 

@@ -94,7 +94,7 @@ export function mixPlants(): MixPlant[] {
 async function prepareMixStore(databaseUrl: string): Promise<string[]> {
   const store = await openStore(parseDatabaseUrl(databaseUrl), { logger: createLogger('silent'), poolSize: 1, startupTimeoutMs: 5000 });
   try {
-    await store.cursorKey();
+    await store.secrets.cursorKey();
     const tokens: string[] = [];
     for (let i = 0; i < MIX_USERS; i++) tokens.push((await issueToken(store, { user: mixUser(i), name: 'bench' })).secret);
     return tokens;

@@ -108,7 +108,7 @@ export const UNUSED_WEBHOOK_URL = 'https://receiver.bench.invalid/hook';
 export async function registerWebhook(databaseUrl: string, url: string, user = BENCH_USER): Promise<void> {
   const store = await openStore(parseDatabaseUrl(databaseUrl), { logger: createLogger('silent'), poolSize: 1, startupTimeoutMs: 5000 });
   try {
-    const made = await store.createWebhook(
+    const made = await store.webhooks.createWebhook(
       { id: newEndpointId(), user, allUsers: false, url, description: 'bench', secret: newWebhookSecret() },
       10,
     );

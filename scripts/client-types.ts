@@ -5,7 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { typesOf } from 'plantstore-openapi-types';
 import { buildApp } from '../src/app.js';
-import { LateStore } from '../src/http/plugins/readiness.js';
+import { LateStore } from '../src/store/wrappers/late.js';
 import { createLogger } from '../src/logger.js';
 
 export const CLIENT_TYPES_FILE = fileURLToPath(new URL('../src/client/openapi.ts', import.meta.url));

@@ -20,7 +20,8 @@ import { enforceProtocol, framingError } from './http/plugins/protocol.js';
 import { exactPathIds, strictQuery } from './http/plugins/query.js';
 import { AuthFailureLimit, TokenRateLimit } from './http/auth/limits.js';
 import { addSharedSchemas } from './http/schemas.js';
-import { readinessGate, LateStore } from './http/plugins/readiness.js';
+import { readinessGate } from './http/plugins/readiness.js';
+import { LateStore } from './store/wrappers/late.js';
 import { requestLogger } from './http/plugins/request-logger.js';
 import { SECURITY_HEADERS, securityHeaders } from './http/plugins/security-headers.js';
 import { drainOnClose } from './http/plugins/shutdown.js';
@@ -40,7 +41,7 @@ export interface ServerOptions extends Partial<HttpSettings> {
 }
 
 export interface PluginOptions extends Partial<HttpSettings> {
-  /** A LateStore when the server listens before its store is open (see http/plugins/readiness.ts). */
+  /** A LateStore when the server listens before its store is open (see store/wrappers/late.ts). */
   readonly store: Store | LateStore;
   /** The unknown-kid refetch cooldown of JWT keys (default 30 s); tests shorten it. Not a setting. */
   readonly jwtCooldownMs?: number;

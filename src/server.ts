@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { buildApp } from './app.js';
 import type { Config, DatabaseConfig } from './config/index.js';
 import { postgresPlace } from './domain/database-url.js';
-import { LateStore } from './http/plugins/readiness.js';
+import { LateStore } from './store/wrappers/late.js';
 import { httpMetrics } from './http/plugins/metrics.js';
 import { listenMetrics, type MetricsListener } from './metrics/listener.js';
 import { Metrics } from './metrics/metrics.js';

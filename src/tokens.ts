@@ -92,7 +92,7 @@ export async function issueToken(store: Store, req: TokenRequest): Promise<{ sec
   const scopes = req.scopes === undefined || req.scopes.length === 0 ? [...SCOPES] : [...new Set(req.scopes)];
   const secret = generateToken();
   const now = Date.now();
-  const record = await store.createToken({
+  const record = await store.tokens.createToken({
     hash: hashToken(secret),
     user: req.user,
     scopes,

@@ -292,7 +292,7 @@ async function tokenCreate(args: string[]): Promise<void> {
 async function tokenList(args: string[]): Promise<void> {
   const { values } = parse(args, { ...DATABASE_OPTION, json: { type: 'boolean' } });
   if (values.help) return void console.log(HELP.token);
-  const tokens = await withStore(values['database-url'], (store) => store.listTokens(), { missing: 'there are no tokens to list' });
+  const tokens = await withStore(values['database-url'], (store) => store.tokens.listTokens(), { missing: 'there are no tokens to list' });
   if (values.json) {
     const out = tokens.map((t) => ({
       id: t.id, user: t.user, scopes: t.scopes, admin: t.admin, name: t.name, status: status(t),
@@ -316,7 +316,7 @@ async function tokenRevoke(args: string[]): Promise<void> {
   if (id === undefined || extra.length > 0 || !/^[1-9]\d*$/.test(id)) throw new UsageError('token revoke needs one token ID (see "token list")');
   // Exactly, or not at all: an id past 2^53 - 1 would round to another token's.
   const exact = parseTokenId(id);
-  const revoked = exact !== null && (await withStore(values['database-url'], (store) => store.revokeToken(exact), { missing: 'there is no token to revoke' }));
+  const revoked = exact !== null && (await withStore(values['database-url'], (store) => store.tokens.revokeToken(exact), { missing: 'there is no token to revoke' }));
   if (!revoked) throw new Error(`no active token with ID ${id}${exact === null ? ` (token ids end at ${TOKEN_ID_MAX})` : ''}`);
   console.log(`Revoked token ${id}. Running servers refuse it within ${REVOCATION_WITHIN_MS / 1000} seconds.`);
 }
@@ -380,7 +380,7 @@ async function webhookAdd(args: string[]): Promise<void> {
 async function webhookList(args: string[]): Promise<void> {
   const { values } = parse(args, { ...DATABASE_OPTION, user: { type: 'string' }, json: { type: 'boolean' } });
   if (values.help) return void console.log(HELP.webhook);
-  const endpoints = await withStore(values['database-url'], (store) => store.listWebhooks(values.user ?? null), {
+  const endpoints = await withStore(values['database-url'], (store) => store.webhooks.listWebhooks(values.user ?? null), {
     missing: 'there are no webhook endpoints to list',
   });
   if (values.json) {
@@ -411,7 +411,7 @@ async function webhookRemove(args: string[]): Promise<void> {
   const { values, positionals } = parse(args, DATABASE_OPTION, true);
   if (values.help) return void console.log(HELP.webhook);
   const id = endpointIdArgument('remove', positionals);
-  const removed = await withStore(values['database-url'], (store) => store.deleteWebhook(id, null), { missing: 'there is no webhook endpoint to remove' });
+  const removed = await withStore(values['database-url'], (store) => store.webhooks.deleteWebhook(id, null), { missing: 'there is no webhook endpoint to remove' });
   if (!removed) throw new Error(`no webhook endpoint with ID ${id}`);
   console.log(`Removed webhook endpoint ${id}; no delivery to it starts from now on.`);
 }
@@ -434,7 +434,7 @@ async function webhookDeliveries(args: string[]): Promise<void> {
   const id = endpointIdArgument('deliveries', positionals);
   const limitText = values.limit ?? '50';
   if (!DELIVERIES_LIMIT.test(limitText) || Number(limitText) > 1000) throw new UsageError(`--limit must be a whole number from 1 to 1000, got "${limitText}"`);
-  const attempts = await withStore(values['database-url'], (store) => store.listDeliveryAttempts(id, null, Number(limitText)), {
+  const attempts = await withStore(values['database-url'], (store) => store.webhooks.listDeliveryAttempts(id, null, Number(limitText)), {
     missing: 'there are no deliveries to show',
   });
   if (attempts === null) throw new Error(`no webhook endpoint with ID ${id}`);

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { EXACT_INT64 } from './int64.js';
+import { wireJson, type WireField } from './wire.js';
 
 export const NAME_MAX_CHARS = 200;
 export const TAG_MAX_CHARS = 100;
@@ -66,4 +67,25 @@ export function plantOfColumns(row: { name: string; tag: string | null }): Plant
 /** Whether two plants have the same content (an idempotent replay), telling an absent tag from "". */
 export function samePlant(a: Plant, b: Plant): boolean {
   return a.name === b.name && a.tag === b.tag;
+}
+
+/**
+ * A Plant's JSON, exactly as the list route's schema (PlantSchema) serializes it: name, then tag only when
+ * present, compact. The list statements of both backends make this text in SQL (store/sql/wire.ts).
+ */
+export const PLANT_JSON: readonly WireField[] = [
+  { key: 'name', kind: 'string', optional: false },
+  { key: 'tag', kind: 'string', optional: true },
+];
+
+/** A plant as PLANT_JSON writes it. */
+export function plantJson(plant: Plant): string {
+  return wireJson(PLANT_JSON, plant);
+}
+
+/** A list's plants as the list route sends them: a JSON array of plantJson. */
+export function plantsJson(plants: readonly Plant[]): string {
+  let json = '[';
+  for (let i = 0; i < plants.length; i++) json += (i === 0 ? '' : ',') + plantJson(plants[i] as Plant);
+  return `${json}]`;
 }

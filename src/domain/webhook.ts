@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { NewPlant } from './plant.js';
+import { wireJson, type WireField } from './wire.js';
 
 /** A subscriber's URL, as registered (POST /webhooks or `plantstore webhook add`). */
 export interface WebhookEndpoint {
@@ -144,9 +145,25 @@ export function newWebhookSecret(): string {
 
 /**
  * The event's body: the NewPlant as stored, `{"id":…,"name":…}` or with `"tag"` after the name, compact,
- * the id's exact digits, strings escaped as JSON.stringify escapes them. Every backend stores exactly this.
+ * the id's exact digits, strings escaped as JSON.stringify escapes them. Every backend stores exactly this
+ * (SQLite makes it with webhookBody, PostgreSQL in SQL from the same definition: store/sql/wire.ts).
  */
+export const WEBHOOK_BODY: readonly WireField[] = [
+  { key: 'id', kind: 'int64', optional: false },
+  { key: 'name', kind: 'string', optional: false },
+  { key: 'tag', kind: 'string', optional: true },
+];
+
 export function webhookBody(plant: NewPlant): string {
-  const tag = plant.tag === undefined ? '' : `,"tag":${JSON.stringify(plant.tag)}`;
-  return `{"id":${plant.id.toString()},"name":${JSON.stringify(plant.name)}${tag}}`;
+  return wireJson(WEBHOOK_BODY, plant);
 }
+
+/**
+ * An event's id (the `webhook-id` header): the prefix, the time it was queued in milliseconds since the
+ * epoch as `timeDigits` hexadecimal digits (so ids sort by time), then `randomDigits` random hexadecimal
+ * digits, lower case. Both backends make it in SQL, from this definition (store/sql/wire.ts).
+ */
+export const EVENT_ID = { prefix: 'msg_', timeDigits: 12, randomDigits: 20 } as const;
+
+/** What an event id made by a store looks like (EVENT_ID). */
+export const EVENT_ID_PATTERN = new RegExp(`^${EVENT_ID.prefix}[0-9a-f]{${EVENT_ID.timeDigits}}[0-9a-f]{${EVENT_ID.randomDigits}}$`);

@@ -186,8 +186,8 @@ export class Metrics {
   async #readStore(): Promise<StoreReading> {
     const store = this.#store;
     if (store === undefined) return { up: false, backlog: undefined };
-    this.#ping ??= store.ping().then(() => true, () => false).finally(() => (this.#ping = undefined));
-    this.#backlog ??= store.webhookBacklog(BACKLOG_CAP).catch(() => undefined).finally(() => (this.#backlog = undefined));
+    this.#ping ??= store.health.ping().then(() => true, () => false).finally(() => (this.#ping = undefined));
+    this.#backlog ??= store.outbox.webhookBacklog(BACKLOG_CAP).catch(() => undefined).finally(() => (this.#backlog = undefined));
     const [up, backlog] = await Promise.all([
       within(this.#ping, SCRAPE_STORE_TIMEOUT_MS, false),
       within(this.#backlog, SCRAPE_STORE_TIMEOUT_MS, undefined),

@@ -62,24 +62,23 @@ export interface NewTokenRecord {
   readonly createdAt?: Date;
 }
 
-/**
- * The one door to persistent state. Every backend gives the same answers; the shared test suite runs
- * against each. A resolved `createPlant` means the plant is durably committed.
- */
-export interface Store {
-  readonly backend: string;
+/** The plants: created, listed, deleted. */
+export interface PlantStore {
   createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome>;
   /** Plants in creation order (oldest first). */
   listPlants(query: ListQuery): Promise<PlantPage>;
   /**
    * The page `listPlants(query)` would answer now, when this handle holds it in memory (the list cache,
-   * list-cache.ts): returned at once, without a promise. `undefined` when it holds no valid page for the
-   * query (and always for a store without a list cache); the caller then asks `listPlants`. Throws
+   * wrappers/list-cache.ts): returned at once, without a promise. `undefined` when it holds no valid page for
+   * the query (and always for a store without a list cache); the caller then asks `listPlants`. Throws
    * StoreUnavailableError, as `listPlants` rejects with it, when reads are refused now.
    */
   cachedPage(query: ListQuery): PlantPage | undefined;
   deletePlant(owner: string, id: bigint): Promise<boolean>;
+}
 
+/** The opaque tokens, by the hash of their secret. */
+export interface TokenStore {
   createToken(token: NewTokenRecord): Promise<TokenRecord>;
   findTokenByHash(hash: string): Promise<TokenRecord | null>;
   /** In creation order; only `user`'s tokens when a user is given (GET /tokens for a token that is not admin). */
@@ -89,31 +88,35 @@ export interface Store {
    * user's (DELETE /tokens/{id} for a token that is not admin).
    */
   revokeToken(id: number, user?: string): Promise<boolean>;
+}
 
+/** The rate limit's counters. */
+export interface CounterStore {
   /**
    * Counts one event for `key` in the current fixed window of `windowMs` and returns the window's count
    * so far and the time until it ends. Every instance on one store shares the counts.
    */
   hit(key: string, windowMs: number): Promise<RateCount>;
+}
 
+/** What the server keeps secret in the store. */
+export interface SecretStore {
   /**
    * The 32-byte key that seals pagination cursors: random, made once per store by the first handle that
    * asks, then the same for every handle and instance on it (and across restarts), so a cursor opens
    * wherever it is presented. Read once per handle.
    */
   cursorKey(): Promise<Buffer>;
+}
 
-  // Webhooks (src/webhooks/). A create that stores a plant also queues, in the same transaction, one
-  // event per endpoint that receives it (not disabled; its user's, or registered for all users while that
-  // user holds an active admin token: see sql/all-users.ts): the transactional outbox. A replay, a
-  // conflict and a failed create queue nothing. Revoking a token, and the sweep, fail the other users'
-  // pending events of an all-users endpoint whose user no longer holds one.
+// Webhooks (src/webhooks/). A create that stores a plant also queues, in the same transaction, one event
+// per endpoint that receives it (not disabled; its user's, or registered for all users while that user
+// holds an active admin token: see sql/all-users.ts): the transactional outbox. A replay, a conflict and
+// a failed create queue nothing. Revoking a token, and the sweep, fail the other users' pending events of
+// an all-users endpoint whose user no longer holds one.
 
-  /**
-   * `listener` is called after a commit that queued at least one event (in this process), so that the
-   * dispatcher need not wait for its next poll. One listener per store; a later call replaces it.
-   */
-  onEventsQueued(listener: () => void): void;
+/** The webhook endpoints, and what was attempted for them (the routes and the CLI). */
+export interface WebhookStore {
   /** Stores the endpoint unless its user already has `maxPerUser` of them (then 'limit'), atomically. */
   createWebhook(endpoint: NewWebhookEndpoint, maxPerUser: number): Promise<WebhookEndpoint | 'limit'>;
   /** Endpoints in creation order: of `user`, or every user's when null. Never their secrets. */
@@ -128,6 +131,15 @@ export interface Store {
    * given). `user` is a caller that is not admin: of an all-users endpoint it sees its own plants' only.
    */
   listDeliveryAttempts(endpointId: string, user: string | null, limit: number): Promise<DeliveryAttempt[] | null>;
+}
+
+/** The queued webhook events, as the dispatcher works them off. */
+export interface OutboxStore {
+  /**
+   * `listener` is called after a commit that queued at least one event (in this process), so that the
+   * dispatcher need not wait for its next poll. One listener per store; a later call replaces it.
+   */
+  onEventsQueued(listener: () => void): void;
   /**
    * Claims due events (pending, next attempt due, no live claim), oldest due first, for one attempt each:
    * the attempt count goes up and the event is not due again until the lease ends. On PostgreSQL, every
@@ -145,10 +157,80 @@ export interface Store {
    * at no more than `cap` of them (see WebhookBacklog).
    */
   webhookBacklog(cap: number): Promise<WebhookBacklog>;
+}
 
+export interface HealthStore {
   /** Resolves when the store can serve requests. */
   ping(): Promise<void>;
+}
+
+/**
+ * The one door to persistent state, as facets: a caller uses the facet it needs (`store.plants`,
+ * `store.tokens`, …), and a wrapper (wrappers/) replaces only the facets it changes. Method names are
+ * unique across facets: the timing wrapper labels each operation by its method's name. Every backend
+ * gives the same answers; the shared test suite runs against each. A resolved `createPlant` means the
+ * plant is durably committed.
+ */
+export interface Store {
+  readonly backend: string;
+  readonly plants: PlantStore;
+  readonly tokens: TokenStore;
+  readonly counters: CounterStore;
+  readonly secrets: SecretStore;
+  readonly webhooks: WebhookStore;
+  readonly outbox: OutboxStore;
+  readonly health: HealthStore;
   close(): Promise<void>;
+}
+
+/** The name of a facet of the Store. */
+export type Facet = Exclude<keyof Store, 'backend' | 'close'>;
+
+/** The facets, in the order the wrappers go through them. Exhaustive by construction: a facet not listed fails to compile. */
+const FACET_SET: Record<Facet, true> = {
+  plants: true, tokens: true, counters: true, secrets: true, webhooks: true, outbox: true, health: true,
+};
+export const FACETS = Object.keys(FACET_SET) as readonly Facet[];
+
+/**
+ * The facet methods that answer at once rather than with a promise; every other one is an operation a
+ * caller waits on (the wrappers time it, and refuse it before the store is open). Checked below: a
+ * method added to a facet that returns no promise fails to compile until it is named here and the
+ * wrappers say what to do with it.
+ */
+export type ImmediateMethod = 'cachedPage' | 'onEventsQueued';
+type NotPromised = {
+  [F in Facet]: { [M in keyof Store[F]]: Store[F][M] extends (...args: never[]) => Promise<unknown> ? never : M }[keyof Store[F]];
+}[Facet];
+type ImmediateMethodsListed = [NotPromised] extends [ImmediateMethod] ? true : never;
+const immediateMethodsListed: ImmediateMethodsListed = true;
+
+/**
+ * A plants facet that can say at once, without I/O, whether reads may be served now (SQLite's): what the
+ * list cache (wrappers/list-cache.ts) needs of it, so that a cached page is never served by a store that
+ * would refuse the read. Keyed by a symbol: a capability for the wrapper made on the facet, not an
+ * operation, so that the wrappers going through every operation of a facet never meet it.
+ */
+export const assertReadable: unique symbol = Symbol('assertReadable');
+
+export interface CacheablePlants extends PlantStore {
+  /** Throws StoreUnavailableError when reads are refused now (the file is lost, the store closed). */
+  [assertReadable](): void;
+}
+
+/** A store whose lists this process may cache: its plants facet says whether reads are refused now. */
+export interface CacheableStore extends Store {
+  readonly plants: CacheablePlants;
+}
+
+/**
+ * A store that is opened after the app is built (the start-up gate's, wrappers/late.ts): what the
+ * readiness gate (http/plugins/readiness.ts) asks of it.
+ */
+export interface OpeningStore {
+  /** The store the app uses; its operations reject with StoreNotOpenError until it is open. */
+  readonly handle: Store;
+  readonly isOpen: boolean;
 }
 
 /**
@@ -194,15 +276,6 @@ export interface StoreObserver {
   listCache(read: () => ListCacheStats): void;
   /** Called once, when the pool is made: `read` gives its state, at scrape time. */
   pool(read: () => PoolStats): void;
-}
-
-/**
- * A store this process may cache lists of (store/wrappers/list-cache.ts): it tells at once, without I/O, whether
- * reads may be served now, so that a cached page is never served by a store that would refuse the read.
- */
-export interface CacheableStore extends Store {
-  /** Throws StoreUnavailableError when reads are refused now (the file is lost, the store closed). */
-  assertReadable(): void;
 }
 
 /**

@@ -152,7 +152,7 @@ export class Dispatcher {
   start(): void {
     if (this.#started) return;
     this.#started = true;
-    this.#store.onEventsQueued(() => this.#wake());
+    this.#store.outbox.onEventsQueued(() => this.#wake());
     this.#stopListening = onEndpointDeleted((id) => this.#forget(id));
     this.#poll = setInterval(() => this.#wake(), this.#settings.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS);
     this.#sweep = setInterval(() => void this.#sweepOld(), this.#settings.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS);
@@ -177,7 +177,7 @@ export class Dispatcher {
     clearInterval(this.#sweep);
     clearTimeout(this.#claimTimer);
     this.#due.stop();
-    if (this.#started) this.#store.onEventsQueued(() => undefined);
+    if (this.#started) this.#store.outbox.onEventsQueued(() => undefined);
     this.#stopListening?.();
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))));
@@ -198,7 +198,7 @@ export class Dispatcher {
     const unattempted = [...this.#held];
     this.#held.clear();
     if (unattempted.length > 0) {
-      await this.#store.releaseDeliveries(this.instance, unattempted).catch((err: unknown) => {
+      await this.#store.outbox.releaseDeliveries(this.instance, unattempted).catch((err: unknown) => {
         // Their claims expire instead; the events are attempted again then.
         this.#log.warn({ err, events: unattempted.length }, 'could not release webhook claims; they will be retried when their lease ends');
       });
@@ -265,7 +265,7 @@ export class Dispatcher {
       const perEndpoint = this.#settings.webhookEndpointConcurrency * CLAIM_ROUNDS;
       const claimedAt = Date.now();
       this.#lastClaim = claimedAt;
-      const claimed = await this.#store.claimDeliveries({
+      const claimed = await this.#store.outbox.claimDeliveries({
         instance: this.instance, limit, perEndpoint, busy, leaseMs: this.#leaseMs,
       });
       this.#storeBack();
@@ -414,8 +414,8 @@ export class Dispatcher {
     const expiring = this.#expiring;
     this.#results = [];
     this.#expiring = [];
-    const release = expiring.length === 0 ? Promise.resolve() : this.#store.releaseDeliveries(this.instance, expiring);
-    const record = batch.length === 0 ? Promise.resolve() : this.#store.recordAttempts(this.instance, batch);
+    const release = expiring.length === 0 ? Promise.resolve() : this.#store.outbox.releaseDeliveries(this.instance, expiring);
+    const record = batch.length === 0 ? Promise.resolve() : this.#store.outbox.recordAttempts(this.instance, batch);
     this.#recording = Promise.all([release, record]).then(
       () => {
         this.#storeBack();
@@ -439,7 +439,7 @@ export class Dispatcher {
 
   async #sweepOld(): Promise<void> {
     try {
-      const removed = await this.#store.sweepWebhooks(new Date(Date.now() - this.#settings.webhookRetentionMs));
+      const removed = await this.#store.outbox.sweepWebhooks(new Date(Date.now() - this.#settings.webhookRetentionMs));
       if (removed > 0) this.#log.info({ removed }, 'removed webhook events past their retention');
     } catch (err) {
       this.#storeDown(err, 'removing old webhook events failed');

@@ -67,7 +67,7 @@ export async function registerWebhook(
   const problem = request.description === undefined ? null : descriptionProblem(request.description);
   if (problem) throw new WebhookRequestError('invalid', `description ${problem}`);
   const secret = newWebhookSecret();
-  const endpoint = await store.createWebhook(
+  const endpoint = await store.webhooks.createWebhook(
     {
       id: newEndpointId(),
       user: request.user,

@@ -94,12 +94,12 @@ test('a revoked token is refused, by another handle on the store, within the cac
   const { app, token, store, reopen } = await testApp(t);
   const secret = await token('alice');
   assert.equal((await list(app, secret)).statusCode, 200);
-  const record = await store.findTokenByHash(hashToken(secret));
+  const record = await store.tokens.findTokenByHash(hashToken(secret));
   assert.ok(record);
   // Revoke through a second handle, as `plantstore token revoke` in another process does.
   const other = await reopen();
-  assert.equal(await other.revokeToken(record.id), true);
-  assert.equal(await other.revokeToken(record.id), false, 'revoking twice reports nothing to revoke');
+  assert.equal(await other.tokens.revokeToken(record.id), true);
+  assert.equal(await other.tokens.revokeToken(record.id), false, 'revoking twice reports nothing to revoke');
   await sleep(TOKEN_CACHE_TTL_MS + 100);
   const res = await list(app, secret);
   assert.equal(res.statusCode, 401);
@@ -110,9 +110,9 @@ test('a revoked token is refused, by another handle on the store, within the cac
 test('a token revoked before its first use is refused at once', async (t) => {
   const { app, token, store } = await testApp(t);
   const secret = await token('alice');
-  const record = await store.findTokenByHash(hashToken(secret));
+  const record = await store.tokens.findTokenByHash(hashToken(secret));
   assert.ok(record);
-  await store.revokeToken(record.id);
+  await store.tokens.revokeToken(record.id);
   assert.equal((await list(app, secret)).statusCode, 401);
 });
 
@@ -153,8 +153,8 @@ test('the token store keeps only a hash of each secret', async (t) => {
   const { token, store } = await testApp(t);
   const secret = await token('alice');
   assert.match(secret, /^pst_[A-Za-z0-9_-]{43}$/, '256 random bits, base64url');
-  const record = await store.findTokenByHash(hashToken(secret));
+  const record = await store.tokens.findTokenByHash(hashToken(secret));
   assert.ok(record);
-  assert.ok(!JSON.stringify(await store.listTokens()).includes(secret));
-  assert.equal(await store.findTokenByHash(secret), null, 'the secret itself is not a key');
+  assert.ok(!JSON.stringify(await store.tokens.listTokens()).includes(secret));
+  assert.equal(await store.tokens.findTokenByHash(secret), null, 'the secret itself is not a key');
 });

@@ -44,7 +44,7 @@ test('a 503 from the store (another process holds its write lock) is retried aft
   assert.ok(statuses.slice(0, -1).every((s) => s === 503), statuses.join());
   // Retry-After: 2 (errors.ts RETRY_AFTER); timers never fire early, so the retry came at least 2 s later.
   for (const gap of gapsAfter(events, 503)) assert.ok(gap >= 1900, `retried ${gap} ms after the 503`);
-  assert.equal((await store.listPlants({ owner: 'alice', limit: 10 })).plants.length, 1);
+  assert.equal((await store.plants.listPlants({ owner: 'alice', limit: 10 })).plants.length, 1);
 });
 
 test('a 429 from RATE_LIMIT is retried after its Retry-After, and every create succeeds', async (t) => {
@@ -111,7 +111,7 @@ test('a create whose answer was lost after it committed is retried, and the repl
   const alice = new PlantStore({ baseUrl: proxy.url, token: await token('alice') });
   assert.deepEqual(await alice.create({ id: 9223372036854775807n, name: 'Fern', tag: 'lost' }), { name: 'Fern', tag: 'lost' });
   assert.deepEqual(responses('POST'), [200, 200], 'committed, then replayed');
-  assert.deepEqual((await store.listPlants({ owner: 'alice', limit: 10 })).plants, [{ name: 'Fern', tag: 'lost' }]);
+  assert.deepEqual((await store.plants.listPlants({ owner: 'alice', limit: 10 })).plants, [{ name: 'Fern', tag: 'lost' }]);
 });
 
 test('delete: a 404 after an attempt that may have been carried out unseen resolves; after a certain refusal it rejects', async (t) => {

@@ -12,18 +12,18 @@ test('create and list through the client; the int64 ends are stored, listed and 
   assert.deepEqual(await alice.create({ id: MAX, name: 'Max', tag: 'edge' }), { name: 'Max', tag: 'edge' });
   assert.deepEqual(await alice.create({ id: MIN, name: 'Min' }), { name: 'Min' });
   // Stored at exactly those ids: the same ids are taken, their neighbours (the same double) are not.
-  assert.equal(await store.createPlant('alice', { id: MAX, name: 'other' }), 'conflict');
-  assert.equal(await store.createPlant('alice', { id: MIN, name: 'other' }), 'conflict');
-  assert.equal(await store.createPlant('alice', { id: MAX - 1n, name: 'Below max' }), 'created');
-  assert.equal(await store.createPlant('alice', { id: MIN + 1n, name: 'Above min' }), 'created');
+  assert.equal(await store.plants.createPlant('alice', { id: MAX, name: 'other' }), 'conflict');
+  assert.equal(await store.plants.createPlant('alice', { id: MIN, name: 'other' }), 'conflict');
+  assert.equal(await store.plants.createPlant('alice', { id: MAX - 1n, name: 'Below max' }), 'created');
+  assert.equal(await store.plants.createPlant('alice', { id: MIN + 1n, name: 'Above min' }), 'created');
   assert.deepEqual(await all(alice.list()), [{ name: 'Max', tag: 'edge' }, { name: 'Min' }, { name: 'Below max' }, { name: 'Above min' }]);
 
   await alice.delete(MAX);
   await alice.delete('-9223372036854775808');
-  assert.equal(await store.deletePlant('alice', MAX), false, 'deleted: exactly 2^63 - 1');
-  assert.equal(await store.deletePlant('alice', MIN), false, 'deleted: exactly -2^63');
-  assert.equal(await store.deletePlant('alice', MAX - 1n), true, 'its neighbour was left alone');
-  assert.equal(await store.deletePlant('alice', MIN + 1n), true, 'its neighbour was left alone');
+  assert.equal(await store.plants.deletePlant('alice', MAX), false, 'deleted: exactly 2^63 - 1');
+  assert.equal(await store.plants.deletePlant('alice', MIN), false, 'deleted: exactly -2^63');
+  assert.equal(await store.plants.deletePlant('alice', MAX - 1n), true, 'its neighbour was left alone');
+  assert.equal(await store.plants.deletePlant('alice', MIN + 1n), true, 'its neighbour was left alone');
 });
 
 test('ids may be safe-integer numbers or decimal strings; anything else is refused before a request is made', async (t) => {
@@ -32,12 +32,12 @@ test('ids may be safe-integer numbers or decimal strings; anything else is refus
   await alice.create({ id: 42, name: 'number' });
   await alice.create({ id: '9007199254740993', name: 'string past 2^53' });
   await alice.create({ id: '-7', name: 'negative string' });
-  assert.equal(await store.createPlant('alice', { id: 9007199254740993n, name: 'other' }), 'conflict');
-  assert.equal(await store.createPlant('alice', { id: 9007199254740992n, name: 'other' }), 'created', '2^53 + 1 was not rounded to 2^53');
+  assert.equal(await store.plants.createPlant('alice', { id: 9007199254740993n, name: 'other' }), 'conflict');
+  assert.equal(await store.plants.createPlant('alice', { id: 9007199254740992n, name: 'other' }), 'created', '2^53 + 1 was not rounded to 2^53');
   await alice.delete('42');
   await alice.delete(-7);
-  assert.equal(await store.deletePlant('alice', 42n), false);
-  assert.equal(await store.deletePlant('alice', -7n), false);
+  assert.equal(await store.plants.deletePlant('alice', 42n), false);
+  assert.equal(await store.plants.deletePlant('alice', -7n), false);
 
   const nothing = await standIn(t, { then: { status: 500 } });
   const offline = new PlantStore({ baseUrl: nothing.url, token: 'pst_x' });

@@ -25,7 +25,7 @@ test('300 concurrent creates over real connections are all acknowledged and all 
     Array.from({ length: 300 }, (_, i) => post(url, users[i % 3] as string, { id: i, name: `plant ${i}`, tag: `t${i % 7}` })),
   );
   assert.deepEqual(new Set(responses.map((r) => r.status)), new Set([200]));
-  const page = await store.listPlants({ owner: null, limit: 1000 });
+  const page = await store.plants.listPlants({ owner: null, limit: 1000 });
   assert.equal(page.plants.length, 300);
   assert.equal(new Set(page.plants.map((p) => p.name)).size, 300);
 });
@@ -36,7 +36,7 @@ test('concurrent identical creates store one plant and all answer 200', async (t
   const alice = await token('alice');
   const responses = await Promise.all(Array.from({ length: 50 }, () => post(url, alice, { id: 7, name: 'same' })));
   assert.deepEqual(new Set(responses.map((r) => r.status)), new Set([200]));
-  assert.deepEqual((await store.listPlants({ owner: 'alice', limit: 100 })).plants, [{ name: 'same' }]);
+  assert.deepEqual((await store.plants.listPlants({ owner: 'alice', limit: 100 })).plants, [{ name: 'same' }]);
 });
 
 test('concurrent different creates of one id: one content wins, its senders get 200, the others 409', async (t) => {
@@ -45,7 +45,7 @@ test('concurrent different creates of one id: one content wins, its senders get 
   const alice = await token('alice');
   const names = Array.from({ length: 40 }, (_, i) => `candidate ${i % 4}`);
   const responses = await Promise.all(names.map((name) => post(url, alice, { id: 7, name })));
-  const stored = (await store.listPlants({ owner: 'alice', limit: 100 })).plants;
+  const stored = (await store.plants.listPlants({ owner: 'alice', limit: 100 })).plants;
   assert.equal(stored.length, 1);
   const winner = stored[0]?.name;
   responses.forEach((r, i) => assert.equal(r.status, names[i] === winner ? 200 : 409, names[i]));
@@ -98,15 +98,15 @@ test('identical lists in one turn are read once on PostgreSQL, each caller given
   const alice = await token('alice');
   for (let i = 1; i <= 25; i++) assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: { authorization: `Bearer ${alice}` }, payload: { id: i, name: `p${i}` } })).statusCode, 200);
   // All asked for in one synchronous stretch: one turn of the event loop.
-  const same = Array.from({ length: 10 }, () => store.listPlants({ owner: 'alice', limit: 20 }));
-  const other = store.listPlants({ owner: 'alice', limit: 10 });
+  const same = Array.from({ length: 10 }, () => store.plants.listPlants({ owner: 'alice', limit: 20 }));
+  const other = store.plants.listPlants({ owner: 'alice', limit: 10 });
   const pages = await Promise.all(same);
   for (const page of pages) {
     assert.deepEqual(page.plants, Array.from({ length: 20 }, (_, i) => ({ name: `p${i + 1}` })));
     assert.notEqual(page.next, null);
   }
   assert.deepEqual((await other).plants, Array.from({ length: 10 }, (_, i) => ({ name: `p${i + 1}` })));
-  const later = store.listPlants({ owner: 'alice', limit: 20, after: pages[0]?.next ?? undefined });
+  const later = store.plants.listPlants({ owner: 'alice', limit: 20, after: pages[0]?.next ?? undefined });
   if (BACKEND === 'postgres') {
     // One read: one page object, handed to every caller (read-only, see PlantPage).
     assert.ok(pages.every((page) => page === pages[0]), 'identical lists of one turn share one read');

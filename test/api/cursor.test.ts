@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createCipheriv, randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { CursorCodec, PageCursors } from '../../src/http/routes/plants/cursor.js';
-import { LateStore } from '../../src/http/plugins/readiness.js';
+import { LateStore } from '../../src/store/wrappers/late.js';
 import { StoreNotOpenError } from '../../src/store/store.js';
 import { allPages, create, errorBody, list, nextUrl, testApp, testStore, type TestApp } from '../helpers/app.js';
 
@@ -36,7 +36,7 @@ test('a cursor tells nothing about the store: the same form at any position, no 
   const bob = await token('bob');
   const alice = await token('alice');
   await createNamed(app, bob, ['b1', 'b2', 'b3']); // the first positions of the store
-  const others = Array.from({ length: 300 }, (_, i) => store.createPlant(`user ${i % 30}`, { id: BigInt(i), name: `o${i}` }));
+  const others = Array.from({ length: 300 }, (_, i) => store.plants.createPlant(`user ${i % 30}`, { id: BigInt(i), name: `o${i}` }));
   assert.ok((await Promise.all(others)).every((o) => o === 'created'));
   await createNamed(app, alice, ['a1', 'a2', 'a3']); // positions past 300
 
@@ -133,10 +133,10 @@ test('paging with sealed cursors returns every plant exactly once: a user, a tag
 test('every handle on a store seals with one key, made by the first that asks: a cursor from one app opens on another', async (t) => {
   const a = await testApp(t);
   const other = await a.reopen(); // another process (the CLI), or on PostgreSQL another instance
-  const [key, otherKey] = await Promise.all([a.store.cursorKey(), other.cursorKey()]);
+  const [key, otherKey] = await Promise.all([a.store.secrets.cursorKey(), other.secrets.cursorKey()]);
   assert.equal(key.length, 32);
   assert.deepEqual(otherKey, key);
-  assert.deepEqual(await (await a.reopen()).cursorKey(), key, 'the same after a restart');
+  assert.deepEqual(await (await a.reopen()).secrets.cursorKey(), key, 'the same after a restart');
 
   const b = await testApp(t, {}, { ...a, store: other });
   const alice = await a.token('alice');
@@ -161,7 +161,7 @@ test('CursorCodec opens what it sealed, for the same listing and key only; a sto
   assert.equal(codec.open(unused, { owner: 'alice' }), null, 'another text of the same bytes');
   assert.equal(codec.open(codec.seal(2 ** 60, { owner: 'alice' }), { owner: 'alice' }), null, 'past 2^53: not a position this service hands out');
   assert.throws(() => new CursorCodec(randomBytes(16)));
-  await assert.rejects(new LateStore().handle.cursorKey(), StoreNotOpenError);
+  await assert.rejects(new LateStore().handle.secrets.cursorKey(), StoreNotOpenError);
 });
 
 /** A cursor as releases before version 2 sealed it: nonce ‖ AES-256-GCM(position) ‖ tag, the listing as associated data. */
@@ -179,7 +179,7 @@ test('a cursor an earlier release sealed (version 1, AES-GCM, 48 characters) sti
   const alice = await token('alice');
   const bob = await token('bob');
   await createNamed(app, alice, ['a1', 'a2', 'a3'], 'x');
-  const key = await store.cursorKey();
+  const key = await store.secrets.cursorKey();
   const first = (await list(app, alice, '?limit=1')).json() as unknown[];
   assert.deepEqual(first, [{ name: 'a1', tag: 'x' }]);
   // Position 1 is her first plant (the store's first): a version 1 cursor continues after it.

@@ -4,7 +4,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { ERRORS } from '../../src/http/errors.js';
 import { DOCS_CSP } from '../../src/http/routes/docs.js';
-import { LateStore } from '../../src/http/plugins/readiness.js';
+import { LateStore } from '../../src/store/wrappers/late.js';
 import { SECURITY_HEADERS } from '../../src/http/plugins/security-headers.js';
 import { create, errorBody, silentLogger, testApp } from '../helpers/app.js';
 

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import type { InjectOptions } from 'fastify';
 import { ERROR_ROWS, ERRORS, type ErrorRow } from '../../src/http/errors.js';
 import { buildApp } from '../../src/app.js';
-import { LateStore } from '../../src/http/plugins/readiness.js';
+import { LateStore } from '../../src/store/wrappers/late.js';
 import { bearer, errorBody, silentLogger, testApp } from '../helpers/app.js';
 import { AUDIENCE, closedPort, sign, signingKey, type TestProvider } from '../helpers/jwt-provider.js';
 import { onlyAnswer, raw, rawErrorBody } from '../helpers/raw-http.js';
@@ -128,7 +128,7 @@ test('every row of the error table is produced by some request, with the Error b
   assert.equal(blocked.headers['retry-after'], '2');
   // On PostgreSQL the server's statement_timeout cancels the waiting INSERT before the client gives up
   // on it; the other way round, the INSERT would commit once the lock is released, after its 503.
-  const stored = (await fixture.store.listPlants({ owner: 'alice', limit: 10 })).plants.map((p) => p.name);
+  const stored = (await fixture.store.plants.listPlants({ owner: 'alice', limit: 10 })).plants.map((p) => p.name);
   assert.deepEqual(stored, ['a'], 'the 503 stored nothing');
   const afterOutage = await app.inject({ method: 'POST', url: '/plants', headers: { ...bearer(alice), ...json }, payload: '{"id":5,"name":"late"}' });
   assert.equal(afterOutage.statusCode, 200, 'the same request succeeds once the lock is gone');

@@ -12,7 +12,7 @@ const RUNS = 300;
 
 /** Everything the store holds (every owner, every plant), to tell whether a request changed it. */
 async function snapshot({ store }: TestApp): Promise<string> {
-  return JSON.stringify((await store.listPlants({ owner: null, limit: 1000 })).plants);
+  return JSON.stringify((await store.plants.listPlants({ owner: null, limit: 1000 })).plants);
 }
 
 /**

@@ -55,7 +55,7 @@ test('a store outage is logged once at warn, without a stack, and its end once a
 test('at debug level, a refused bearer token logs why (malformed, unknown, expired, revoked), never the token', async (t) => {
   const { app, store, lines, text } = await loggedApp(t, 'debug');
   const revoked = await issueToken(store, { user: 'alice' });
-  await store.revokeToken(revoked.record.id);
+  await store.tokens.revokeToken(revoked.record.id);
   const expired = await issueToken(store, { user: 'alice', expiresInMs: 1 });
   await sleep(5);
   const unknown = 'pst_thisTokenWasNeverIssued0123456789abcdef';

@@ -220,7 +220,7 @@ test('a cached list answers the same bytes as the route serializes an uncached o
   const odd = ['quote " and \\ back', 'tab\tnew\nline\u0001', 'lone \ud800 surrogate', 'line\u2028sep', 'emoji 🌵', 'é', ''];
   for (const [i, name] of odd.entries()) {
     const plant = i % 2 === 0 ? { id: BigInt(i), name } : { id: BigInt(i), name, tag: name };
-    assert.equal(await cached.store.createPlant('alice', plant), 'created');
+    assert.equal(await cached.store.plants.createPlant('alice', plant), 'created');
   }
   const alice = await cached.token('alice');
   for (const query of ['?limit=3', '?limit=100']) {

@@ -12,7 +12,7 @@ test('plants and tokens survive closing the app and reopening the store', async 
   await first.store.close();
 
   const reopened = await first.reopen();
-  assert.ok(await reopened.findTokenByHash(hashToken(alice)));
+  assert.ok(await reopened.tokens.findTokenByHash(hashToken(alice)));
   const { app } = await testApp(t, {}, { ...first, store: reopened });
   assert.equal((await list(app, alice)).body, '[{"name":"Monstera","tag":"indoor"},{"name":"max"}]');
   // The int64 id survived exactly: the same create is a replay, a neighbour id is a new plant.

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { createServer, plantstore } from '../../src/app.js';
 import { ERRORS } from '../../src/http/errors.js';
-import { LateStore } from '../../src/http/plugins/readiness.js';
+import { LateStore } from '../../src/store/wrappers/late.js';
 import { SECURITY_HEADERS } from '../../src/http/plugins/security-headers.js';
 import { issueToken } from '../../src/tokens.js';
 import { bearer, errorBody, silentLogger, testApp, testStore } from '../helpers/app.js';

@@ -23,7 +23,7 @@ test('RATE_LIMIT: each token has its budget; past it 429 42900 with Retry-After 
   assert.ok(retryAfter >= 1 && retryAfter <= 3600, String(refused.headers['retry-after']));
   assert.match(String(refused.headers.ratelimit), /^"token";r=0;t=\d+$/);
   assert.equal(refused.headers['ratelimit-policy'], '"token";q=3;w=3600');
-  assert.equal((await store.listPlants({ owner: 'alice', limit: 10 })).plants.length, 3, 'the refused create stored nothing');
+  assert.equal((await store.plants.listPlants({ owner: 'alice', limit: 10 })).plants.length, 3, 'the refused create stored nothing');
   assert.equal((await list(app, bob)).statusCode, 200, "bob's budget is his own");
 });
 

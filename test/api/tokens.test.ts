@@ -53,7 +53,7 @@ test('POST /tokens with an admin token: 201, the record and a secret shown once 
   // The secret is a token of that user with those scopes, at once; the store keeps its hash only.
   assert.equal((await list(app, body.secret)).statusCode, 200);
   assertError(await create(app, body.secret, { id: 1, name: 'a' }), 403, 40300, /plants:write/);
-  const stored = await store.findTokenByHash(hashToken(body.secret));
+  const stored = await store.tokens.findTokenByHash(hashToken(body.secret));
   assert.equal(stored?.id, body.id);
   assert.equal(stored?.user, 'alice');
 
@@ -115,7 +115,7 @@ test('POST /tokens refuses every invalid field with 400 (40007), naming it; noth
     assert.match(errorBody(res).message, /^The request body is not a valid token request/, JSON.stringify(body));
   }
   assertError(await createToken(app, root, '{"user":'), 400, 40001);
-  assert.equal((await store.listTokens()).length, 1, 'only the admin token exists');
+  assert.equal((await store.tokens.listTokens()).length, 1, 'only the admin token exists');
 });
 
 /**
@@ -138,7 +138,7 @@ test('POST /tokens refuses a user or token name holding a bidirectional control,
       assertError(res, 400, 40007, new RegExp(`${field} must not contain control characters, invisible format characters .*\\(found ${codePoint(c).replace('+', '\\+')}\\)$`));
     }
   }
-  assert.equal((await store.listTokens()).length, 1, 'nothing was created');
+  assert.equal((await store.tokens.listTokens()).length, 1, 'nothing was created');
   // A joiner where names need it (UAX #31): a Persian name with U+200C, a Devanagari conjunct with U+200D.
   for (const user of ['Ada Lovelace', 'José', '\u{1F335} cactus', '\u5C71\u7530', '\u0639\u0644\u06CC\u200C\u0631\u0636\u0627', '\u0915\u094D\u200D\u0937']) {
     assert.equal((await createToken(app, root, { user })).statusCode, 201, user);
@@ -149,7 +149,7 @@ test('a token stored with a user name the rule now refuses is refused 401 (40101
   const { app, store } = await testApp(t, { authFailureLimit: { limit: 1, windowMs: 3_600_000 } });
   const secret = generateToken();
   // As a store written before the rule holds it: straight into the store, past issueToken's check.
-  await store.createToken({ hash: hashToken(secret), user: 'x\u202Ey', scopes: ['plants:read'], admin: false, name: null, expiresAt: null });
+  await store.tokens.createToken({ hash: hashToken(secret), user: 'x\u202Ey', scopes: ['plants:read'], admin: false, name: null, expiresAt: null });
   const res = await list(app, secret);
   assertError(res, 401, 40101, /^The bearer token is invalid: the token user name holds characters no longer accepted \(control, format or bidirectional\); ask for a new token$/);
   assert.match(String(res.headers['www-authenticate']), /error="invalid_token", error_description="the token user name holds characters no longer accepted/);
@@ -168,7 +168,7 @@ test('POST /tokens: 401 without a valid token, 403 (40301) for a token that is n
     assertError(res, 403, 40301, /admin token/);
     assert.equal(res.headers['www-authenticate'], 'Bearer realm="plantstore", error="insufficient_scope", scope="plants:admin"');
   }
-  assert.equal((await store.listTokens()).length, 1, 'nothing was created');
+  assert.equal((await store.tokens.listTokens()).length, 1, 'nothing was created');
 });
 
 test('GET /tokens: an admin sees every token, anyone else its own user\'s; never a secret nor a hash', async (t) => {
@@ -207,7 +207,7 @@ test('DELETE /tokens/{id}: own 204, another user\'s 404, an admin any; the revok
   const alice = await token('alice', { scopes: ['plants:read'] });
   const aliceCi = (await createToken(app, root, { user: 'alice', name: 'ci' })).json();
   const bob = await token('bob');
-  const [, aliceId, , bobId] = (await store.listTokens()).map((r) => r.id);
+  const [, aliceId, , bobId] = (await store.tokens.listTokens()).map((r) => r.id);
   assert.ok(aliceId !== undefined && bobId !== undefined);
   // Both tokens are in this app's token cache before they are revoked.
   assert.equal((await list(app, aliceCi.secret)).statusCode, 200);
@@ -241,7 +241,7 @@ test('DELETE /tokens/{id}: own 204, another user\'s 404, an admin any; the revok
 
   // A token may revoke itself; then it is refused like any other.
   assert.equal((await revoke(app, alice, aliceId)).statusCode, 204);
-  assert.equal((await store.listTokens()).find((r) => r.id === aliceId)?.revokedAt instanceof Date, true);
+  assert.equal((await store.tokens.listTokens()).find((r) => r.id === aliceId)?.revokedAt instanceof Date, true);
 });
 
 test('DELETE /tokens/{id}: an unknown, malformed or out-of-range id is 404 (40403); an expired token can still be revoked', async (t) => {
@@ -249,7 +249,7 @@ test('DELETE /tokens/{id}: an unknown, malformed or out-of-range id is 404 (4040
   const root = await token('root', { admin: true });
   await token('old', { expiresInMs: 1 });
   await new Promise((resolve) => setTimeout(resolve, 5));
-  const oldId = (await store.listTokens())[1]?.id;
+  const oldId = (await store.tokens.listTokens())[1]?.id;
   assert.equal((await listTokens(app, root)).json()[1].status, 'expired');
   for (const id of ['999', '0', '-1', '1.0', 'abc', '01', '99999999999999999999', '%20']) assertError(await revoke(app, root, id), 404, 40403);
   assert.equal((await revoke(app, root, String(oldId))).statusCode, 204);
@@ -266,19 +266,19 @@ test('the store lists one user\'s tokens and revokes only the given user\'s, in 
   await token('alice', { scopes: ['plants:read'] });
   const other = await reopen();
   for (const handle of [store, other]) {
-    assert.deepEqual((await handle.listTokens('alice')).map((r) => r.user), ['alice', 'alice']);
-    assert.deepEqual((await handle.listTokens('nobody')), []);
-    assert.deepEqual((await handle.listTokens()).map((r) => r.user), ['alice', 'bob', 'alice']);
+    assert.deepEqual((await handle.tokens.listTokens('alice')).map((r) => r.user), ['alice', 'alice']);
+    assert.deepEqual((await handle.tokens.listTokens('nobody')), []);
+    assert.deepEqual((await handle.tokens.listTokens()).map((r) => r.user), ['alice', 'bob', 'alice']);
   }
-  const [a1, b1, a2] = (await store.listTokens()).map((r) => r.id);
+  const [a1, b1, a2] = (await store.tokens.listTokens()).map((r) => r.id);
   assert.ok(a1 !== undefined && b1 !== undefined && a2 !== undefined);
-  assert.equal(await other.revokeToken(b1, 'alice'), false, 'not alice\'s');
-  assert.equal((await store.listTokens('bob'))[0]?.revokedAt, null);
-  assert.equal(await other.revokeToken(a2, 'alice'), true);
-  assert.equal(await store.revokeToken(a2, 'alice'), false, 'already revoked');
-  assert.equal(await store.revokeToken(a2), false, 'already revoked, whoever asks');
-  assert.ok((await store.listTokens('alice'))[1]?.revokedAt instanceof Date);
-  assert.equal((await store.listTokens('alice'))[0]?.revokedAt, null);
+  assert.equal(await other.tokens.revokeToken(b1, 'alice'), false, 'not alice\'s');
+  assert.equal((await store.tokens.listTokens('bob'))[0]?.revokedAt, null);
+  assert.equal(await other.tokens.revokeToken(a2, 'alice'), true);
+  assert.equal(await store.tokens.revokeToken(a2, 'alice'), false, 'already revoked');
+  assert.equal(await store.tokens.revokeToken(a2), false, 'already revoked, whoever asks');
+  assert.ok((await store.tokens.listTokens('alice'))[1]?.revokedAt instanceof Date);
+  assert.equal((await store.tokens.listTokens('alice'))[0]?.revokedAt, null);
 });
 
 test('a token revoked over HTTP on one instance is refused by another instance on the same store within the bound', async (t) => {

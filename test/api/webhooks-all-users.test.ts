@@ -44,11 +44,11 @@ const plant = async (app: FastifyInstance, token: string, id: number) => {
 };
 
 /** What the dispatcher would claim now: every due event. */
-const claimAll = (store: Store) => store.claimDeliveries({ instance: 'test', limit: 1000, perEndpoint: 1000, busy: [], leaseMs: 60_000 });
+const claimAll = (store: Store) => store.outbox.claimDeliveries({ instance: 'test', limit: 1000, perEndpoint: 1000, busy: [], leaseMs: 60_000 });
 
 /** Records each claimed event as delivered, or as failed and due again at once. */
 async function settle(store: Store, claimed: readonly ClaimedDelivery[], outcome: 'delivered' | 'retry'): Promise<void> {
-  await store.recordAttempts('test', claimed.map((delivery) => ({
+  await store.outbox.recordAttempts('test', claimed.map((delivery) => ({
     delivery, outcome, status: outcome === 'delivered' ? 200 : 500, error: outcome === 'delivered' ? null : 'HTTP 500',
     at: new Date(), retryInMs: outcome === 'retry' ? 0 : null,
   })));
@@ -79,7 +79,7 @@ test('an all-users endpoint gets other users\' plants only while its user holds 
   await plant(app, alice, 4);
   assert.deepEqual(plantIds(await claimAll(store)), [4]);
   await revoke(app, root, again.record.id);
-  await store.createToken({
+  await store.tokens.createToken({
     hash: hashToken(generateToken()), user: 'root', scopes: ['webhooks:manage'], admin: true, name: null,
     createdAt: new Date(Date.now() - 60_000), expiresAt: new Date(Date.now() - 1000),
   });
@@ -109,7 +109,7 @@ test('other users\' events still pending when the last admin token is revoked ar
   const own = await claimAll(store);
   assert.deepEqual(plantIds(own), [12]);
   await settle(store, own, 'delivered');
-  assert.equal((await store.webhookBacklog(100)).pending, 0, 'alice\'s events are failed, not left pending');
+  assert.equal((await store.outbox.webhookBacklog(100)).pending, 0, 'alice\'s events are failed, not left pending');
 });
 
 test('an admin token that expires: other users\' pending events are failed by the next sweep', async (t) => {
@@ -119,11 +119,11 @@ test('an admin token that expires: other users\' pending events are failed by th
   const alice = (await issueToken(store, { user: 'alice' })).secret;
   await register(app, expiring.secret);
   await plant(app, alice, 20);
-  assert.equal((await store.webhookBacklog(100)).pending, 1);
+  assert.equal((await store.outbox.webhookBacklog(100)).pending, 1);
   // Waits for the expiry itself: until then the sweep leaves the event alone.
   await eventually(async () => {
-    await store.sweepWebhooks(new Date(0));
-    return (await store.webhookBacklog(100)).pending === 0 ? true : undefined;
+    await store.outbox.sweepWebhooks(new Date(0));
+    return (await store.outbox.webhookBacklog(100)).pending === 0 ? true : undefined;
   }, 15_000, 'the event failed once the admin token expired');
   assert.deepEqual(await claimAll(store), []);
 });

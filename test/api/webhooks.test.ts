@@ -300,8 +300,8 @@ test('the default limit is 10 endpoints per user', async (t) => {
 
 /** Queues events by creating plants, then claims them and records one attempt each, as the dispatcher would. */
 async function attempt(store: Store, instance: string, outcome: (d: ClaimedDelivery) => Omit<AttemptResult, 'delivery' | 'at'>, at: Date) {
-  const claimed = await store.claimDeliveries({ instance, limit: 100, perEndpoint: 100, busy: [], leaseMs: 60_000 });
-  await store.recordAttempts(instance, claimed.map((delivery) => ({ delivery, at, ...outcome(delivery) })));
+  const claimed = await store.outbox.claimDeliveries({ instance, limit: 100, perEndpoint: 100, busy: [], leaseMs: 60_000 });
+  await store.outbox.recordAttempts(instance, claimed.map((delivery) => ({ delivery, at, ...outcome(delivery) })));
   return claimed;
 }
 

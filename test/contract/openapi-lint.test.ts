@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { buildApp } from '../../src/app.js';
-import { LateStore } from '../../src/http/plugins/readiness.js';
+import { LateStore } from '../../src/store/wrappers/late.js';
 import { silentLogger } from '../helpers/app.js';
 
 /**

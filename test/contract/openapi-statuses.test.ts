@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { FastifyInstance, HTTPMethods } from 'fastify';
 import { buildApp } from '../../src/app.js';
-import { LateStore } from '../../src/http/plugins/readiness.js';
+import { LateStore } from '../../src/store/wrappers/late.js';
 import { bearer, silentLogger, testApp } from '../helpers/app.js';
 import { AUDIENCE, closedPort, sign, signingKey, type TestProvider } from '../helpers/jwt-provider.js';
 import { onlyAnswer, raw, rawErrorBody } from '../helpers/raw-http.js';

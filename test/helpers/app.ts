@@ -202,7 +202,7 @@ export function nextUrl(link: unknown): string | undefined {
 /** Three owners' plants as real traffic creates them, interleaved: plant i is alice's, bob's or carol's by i mod 3, and tagged `x` when i is a multiple of 5. */
 export async function createInterleaved(store: Store, count = 90): Promise<void> {
   for (let i = 1; i <= count; i++) {
-    const outcome = await store.createPlant(['alice', 'bob', 'carol'][i % 3] as string, { id: BigInt(i), name: `plant ${i}`, ...(i % 5 === 0 ? { tag: 'x' } : {}) });
+    const outcome = await store.plants.createPlant(['alice', 'bob', 'carol'][i % 3] as string, { id: BigInt(i), name: `plant ${i}`, ...(i % 5 === 0 ? { tag: 'x' } : {}) });
     assert.equal(outcome, 'created');
   }
 }
@@ -211,7 +211,7 @@ export async function createInterleaved(store: Store, count = 90): Promise<void>
 async function storePages(store: Store, owner: string | null, tag: string | undefined): Promise<string[]> {
   const pages: string[] = [];
   for (let after = 0; ; ) {
-    const page = await store.listPlants({ owner, tag, after, limit: 4 });
+    const page = await store.plants.listPlants({ owner, tag, after, limit: 4 });
     pages.push(JSON.stringify(page.plants));
     if (page.next === null) return pages;
     after = page.next;

@@ -121,13 +121,13 @@ export async function seedEdgeStore(app: FastifyInstance, store: Store) {
   const bob = await token('bob', { expiresInMs: 86_400_000 });
   const revoked = await token('carol');
   const expired = await token('dave', { expiresInMs: 1 });
-  const carol = (await store.listTokens('carol'))[0]?.id as number;
-  assert.ok(await store.revokeToken(carol));
+  const carol = (await store.tokens.listTokens('carol'))[0]?.id as number;
+  assert.ok(await store.tokens.revokeToken(carol));
   assert.equal((await register(app, alice, { url: 'http://127.0.0.1:9/alice', description: 'garden \u2028 sync 🌱' })).statusCode, 201);
   assert.equal((await register(app, admin, { url: 'http://127.0.0.1:9/all' })).statusCode, 201);
   await createEdgePlants(app, alice);
   await createEdgePlants(app, bob, ' (bob)');
-  const claimed = await store.claimDeliveries({ instance: 'i1', limit: 1, perEndpoint: 1, busy: [], leaseMs: 3_600_000 });
+  const claimed = await store.outbox.claimDeliveries({ instance: 'i1', limit: 1, perEndpoint: 1, busy: [], leaseMs: 3_600_000 });
   assert.equal(claimed.length, 1);
   await sleep(5); // dave's token has expired
   return { admin, alice, bob, revoked, expired, claimedEventId: claimed[0]?.eventId as string };

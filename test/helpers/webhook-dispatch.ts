@@ -38,13 +38,13 @@ export interface Registered {
 
 export async function register(store: Store, url: string, user = 'alice', allUsers = false): Promise<Registered> {
   const secret = newWebhookSecret();
-  const endpoint = await store.createWebhook({ id: newEndpointId(), user, allUsers, url, description: null, secret }, 10);
+  const endpoint = await store.webhooks.createWebhook({ id: newEndpointId(), user, allUsers, url, description: null, secret }, 10);
   assert.notEqual(endpoint, 'limit');
   return { endpoint: endpoint as WebhookEndpoint, secret };
 }
 
 export async function add(store: Store, owner: string, plant: NewPlant): Promise<void> {
-  assert.equal(await store.createPlant(owner, plant), 'created');
+  assert.equal(await store.plants.createPlant(owner, plant), 'created');
 }
 
 export function verify(secret: string, request: Received): unknown {
@@ -54,7 +54,7 @@ export function verify(secret: string, request: Received): unknown {
 /** The endpoint's attempts (newest first) once `done` says they are complete. */
 export async function attempts(store: Store, endpointId: string, done: (n: number) => boolean) {
   return eventually(async () => {
-    const list = await store.listDeliveryAttempts(endpointId, null, 100);
+    const list = await store.webhooks.listDeliveryAttempts(endpointId, null, 100);
     assert.ok(list);
     return done(list.length) ? list : undefined;
   }, 15_000, 'attempts recorded');

@@ -34,14 +34,14 @@ test('creates that arrive while a batch commits wait for it and go together in t
   // The first batch is held in flight for as long as the test needs: another transaction inserts the
   // same plant and commits only later.
   await whileInserted(db.url, 0, 'plant 0', async (finish) => {
-    const first = store.createPlant('alice', { id: 0n, name: 'plant 0' });
+    const first = store.plants.createPlant('alice', { id: 0n, name: 'plant 0' });
     await nextTurn();
 
     // Twenty creates, each in an event-loop turn of its own: sent a turn at a time, they would be
     // twenty batches beside the held one (the pool has room for four at once).
     const outcomes: Array<Promise<CreateOutcome>> = [];
     for (let i = 1; i <= 20; i++) {
-      outcomes.push(store.createPlant('alice', { id: BigInt(i), name: `plant ${i}` }));
+      outcomes.push(store.plants.createPlant('alice', { id: BigInt(i), name: `plant ${i}` }));
       await nextTurn();
     }
     await finish('COMMIT');
@@ -49,16 +49,16 @@ test('creates that arrive while a batch commits wait for it and go together in t
     assert.deepEqual(await Promise.all(outcomes), Array(20).fill('created'));
     assert.deepEqual(batches, [1, 20], 'the held batch alone, then every create that arrived meanwhile');
   });
-  const page = await store.listPlants({ owner: 'alice', limit: 50 });
+  const page = await store.plants.listPlants({ owner: 'alice', limit: 50 });
   assert.deepEqual(page.plants.map((p) => p.name), Array.from({ length: 21 }, (_, i) => `plant ${i}`));
 });
 
 test('closing the store commits every create already asked for, batch after batch, before it ends the pool', async (t) => {
   const db = await testDatabase(t);
   const store = await openStore(db.config, { logger: silentLogger, poolSize: 2, startupTimeoutMs: 5000 });
-  const first = store.createPlant('alice', { id: 1n, name: 'first' });
+  const first = store.plants.createPlant('alice', { id: 1n, name: 'first' });
   await nextTurn(); // the first batch is in flight; the next creates wait for it
-  const rest = Array.from({ length: 1200 }, (_, i) => store.createPlant('alice', { id: BigInt(i + 2), name: `plant ${i + 2}` }));
+  const rest = Array.from({ length: 1200 }, (_, i) => store.plants.createPlant('alice', { id: BigInt(i + 2), name: `plant ${i + 2}` }));
   const closed = store.close();
   assert.deepEqual(new Set(await Promise.all([first, ...rest])), new Set(['created']));
   await closed;
@@ -67,7 +67,7 @@ test('closing the store commits every create already asked for, batch after batc
   t.after(() => reopened.close());
   let count = 0;
   for (let after: number | null = 0; after !== null; ) {
-    const page = await reopened.listPlants({ owner: 'alice', after, limit: 500 });
+    const page = await reopened.plants.listPlants({ owner: 'alice', after, limit: 500 });
     count += page.plants.length;
     after = page.next;
   }
@@ -81,10 +81,10 @@ test('a batch waiting on a row lock holds the next creates back until its statem
   // Someone's transaction inserts alice's plant 1 and does not commit.
   await whileInserted(db.url, 1, 'held', async (finish) => {
     const started = performance.now();
-    const held = store.createPlant('alice', { id: 1n, name: 'mine' });
+    const held = store.plants.createPlant('alice', { id: 1n, name: 'mine' });
     const settled = held.then(() => performance.now(), () => performance.now());
     await nextTurn(); // that batch now waits on the lock; this create forms the next
-    const next = store.createPlant('bob', { id: 2n, name: 'unrelated' }).then((outcome) => ({ outcome, at: performance.now() }));
+    const next = store.plants.createPlant('bob', { id: 2n, name: 'unrelated' }).then((outcome) => ({ outcome, at: performance.now() }));
 
     await assert.rejects(held, StoreUnavailableError, 'the waiting create answers 503 at the statement timeout');
     const { outcome, at } = await next;
@@ -92,6 +92,6 @@ test('a batch waiting on a row lock holds the next creates back until its statem
     assert.ok(at >= (await settled), 'the next batch went after the held one ended');
     assert.ok(at - started >= 900, `held back for the timeout: ${Math.round(at - started)} ms`);
     await finish('ROLLBACK');
-    assert.equal(await store.createPlant('alice', { id: 1n, name: 'mine' }), 'created', 'once the lock is gone');
+    assert.equal(await store.plants.createPlant('alice', { id: 1n, name: 'mine' }), 'created', 'once the lock is gone');
   });
 });

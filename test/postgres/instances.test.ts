@@ -50,8 +50,8 @@ test('different creates of one id sent to two instances at once: one 200, one 40
 test('a token revoked through one instance\'s store is refused by the other within 5 seconds', async (t) => {
   const { a, b, alice } = await twoInstances(t);
   assert.equal((await list(b.app, alice)).statusCode, 200); // cached by instance b now
-  const record = await a.store.findTokenByHash(hashToken(alice));
-  assert.ok(record && (await a.store.revokeToken(record.id)));
+  const record = await a.store.tokens.findTokenByHash(hashToken(alice));
+  assert.ok(record && (await a.store.tokens.revokeToken(record.id)));
   await sleep(TOKEN_CACHE_TTL_MS + 100);
   assert.equal((await list(b.app, alice)).statusCode, 401);
   assert.ok(TOKEN_CACHE_TTL_MS < 5000);
@@ -65,7 +65,7 @@ test('instances starting together apply each migration exactly once', async (t) 
   t.after(() => Promise.all(stores.map((s) => s.close())));
   const applied = await adminSql(db.url, 'SELECT version FROM schema_migrations ORDER BY version');
   assert.deepEqual(applied[0]?.rows.map((r) => r.version), loadMigrations('postgres').map((m) => m.version));
-  for (const store of stores) await store.ping();
-  assert.equal(await stores[0]?.createPlant('alice', { id: 1n, name: 'x' }), 'created');
-  assert.equal(await stores[5]?.createPlant('alice', { id: 1n, name: 'x' }), 'replayed');
+  for (const store of stores) await store.health.ping();
+  assert.equal(await stores[0]?.plants.createPlant('alice', { id: 1n, name: 'x' }), 'created');
+  assert.equal(await stores[5]?.plants.createPlant('alice', { id: 1n, name: 'x' }), 'replayed');
 });

@@ -4,16 +4,16 @@ import { test } from 'node:test';
 import pg from 'pg';
 import { loadMigrations } from '../../src/store/sql/migrations.js';
 import { openStore } from '../../src/store/open.js';
-import { POSTGRES } from '../../src/store/postgres/index.js';
-import { statements, type ListShape } from '../../src/store/sql/statements.js';
+import { listBatchText } from '../../src/store/postgres/lists.js';
+import type { ListShape } from '../../src/store/sql/lists.js';
 import { adminSql, assertSamePages, BACKEND, createInterleaved, silentLogger, testDatabase } from '../helpers/app.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 
 const options = { logger: silentLogger, poolSize: 2, startupTimeoutMs: 5000 };
 const MIGRATIONS = new URL('../../src/store/migrations/postgres/', import.meta.url);
-/** The store's own list statements (each branch of a group read is one of them). */
-const LIST = statements(POSTGRES).list;
+/** The store's own list statement of each shape: a group read of one list (each branch of a larger one is the same). */
+const listText = (shape: ListShape): string => listBatchText(shape, 1);
 const VALUES: Readonly<Record<ListShape, unknown[]>> = {
   all: [0, 21], allTag: ['x', 0, 21], owner: ['alice', 0, 21], ownerTag: ['alice', 'x', 0, 21],
 };
@@ -31,7 +31,7 @@ async function assertIndexOnly(url: string, label: string): Promise<void> {
     await client.query('SET enable_seqscan = off');
     await client.query('SET enable_bitmapscan = off');
     for (const shape of ['all', 'allTag', 'owner', 'ownerTag'] as const) {
-      const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${LIST[shape].text}`, VALUES[shape]);
+      const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${listText(shape)}`, VALUES[shape]);
       const plan = rows.map((r) => r['QUERY PLAN']);
       const expected = shape === 'all' ? /Index Scan using plants_pkey on plants/ : /Index Only Scan using plants_\w+_page on plants/;
       assert.ok(plan.some((line) => expected.test(line)), `${label}, ${shape}: ${plan.join(' | ')}`);

@@ -19,11 +19,11 @@ test('the pool keeps its connections while idle, so a burst after a pause does n
   assert.ok(read, 'the store reports its pool');
 
   // Eight token lookups at once (lists would share one query): the pool opens all four connections.
-  await Promise.all(Array.from({ length: 8 }, (_, i) => store.findTokenByHash(`no such hash ${i}`)));
+  await Promise.all(Array.from({ length: 8 }, (_, i) => store.tokens.findTokenByHash(`no such hash ${i}`)));
   assert.deepEqual(read(), { total: 4, idle: 4, waiting: 0, max: 4 });
 
   await sleep(PG_DEFAULT_IDLE_MS + 1500);
   assert.deepEqual(read(), { total: 4, idle: 4, waiting: 0, max: 4 }, 'still four connections after the pause');
   // And they still answer.
-  assert.deepEqual(await Promise.all(Array.from({ length: 4 }, () => store.findTokenByHash('no such hash'))), [null, null, null, null]);
+  assert.deepEqual(await Promise.all(Array.from({ length: 4 }, () => store.tokens.findTokenByHash('no such hash'))), [null, null, null, null]);
 });

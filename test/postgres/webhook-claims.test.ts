@@ -19,7 +19,7 @@ async function twoInstances(t: Parameters<typeof testStore>[0]) {
 }
 
 async function addEndpoint(store: Store, user: string, allUsers = false) {
-  const endpoint = await store.createWebhook(
+  const endpoint = await store.webhooks.createWebhook(
     { id: newEndpointId(), user, allUsers, url: 'https://receiver.example/hook', description: null, secret: newWebhookSecret() },
     100,
   );
@@ -28,7 +28,7 @@ async function addEndpoint(store: Store, user: string, allUsers = false) {
 }
 
 function claim(store: Store, instance: string, overrides: Partial<ClaimRequest> = {}): Promise<ClaimedDelivery[]> {
-  return store.claimDeliveries({ instance, limit: 50, perEndpoint: 50, busy: [], leaseMs: 60_000, ...overrides });
+  return store.outbox.claimDeliveries({ instance, limit: 50, perEndpoint: 50, busy: [], leaseMs: 60_000, ...overrides });
 }
 
 function result(delivery: ClaimedDelivery, outcome: AttemptResult['outcome'], retryInMs: number | null = null): AttemptResult {
@@ -42,7 +42,7 @@ test('two instances claiming at once over thousands of events: each event is cla
   const endpoints = [await addEndpoint(a, 'alice'), await addEndpoint(a, 'bob'), await addEndpoint(a, 'admin', true)];
   const plants = 1500;
   await Promise.all(Array.from({ length: plants }, (_, i) =>
-    (i % 2 ? a : b).createPlant(i % 3 ? 'alice' : 'bob', { id: BigInt(i), name: `p${i}` })));
+    (i % 2 ? a : b).plants.createPlant(i % 3 ? 'alice' : 'bob', { id: BigInt(i), name: `p${i}` })));
   // alice's plants go to alice's and admin's endpoints, bob's to bob's and admin's: two events each.
   const expected = plants * 2;
 
@@ -65,7 +65,7 @@ test('two instances claiming at once over thousands of events: each event is cla
       }
       assert.ok(Math.max(...perEndpoint.values()) <= 20);
       // Half recorded delivered, half left under their live lease: neither may be claimed again.
-      await store.recordAttempts(instance, claimed.filter((_, i) => i % 2 === 0).map((d) => result(d, 'delivered')));
+      await store.outbox.recordAttempts(instance, claimed.filter((_, i) => i % 2 === 0).map((d) => result(d, 'delivered')));
     }
   };
   await Promise.all([claimLoop(a, 'a'), claimLoop(b, 'b'), claimLoop(a, 'a2'), claimLoop(b, 'b2')]);
@@ -74,7 +74,7 @@ test('two instances claiming at once over thousands of events: each event is cla
   const counts = await adminSql(db.url, 'SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS events FROM webhook_deliveries');
   assert.deepEqual(counts[0]?.rows[0], { n: expected, events: expected });
   for (const e of endpoints) {
-    const attempts = await a.listDeliveryAttempts(e.id, null, 10_000);
+    const attempts = await a.webhooks.listDeliveryAttempts(e.id, null, 10_000);
     assert.ok(attempts);
     assert.ok(attempts.every((x) => x.state === 'delivered' && x.attempt === 1));
   }
@@ -85,8 +85,8 @@ test('while one instance\'s claim runs, it holds only the events it takes: anoth
   const e1 = await addEndpoint(a, 'alice');
   const e2 = await addEndpoint(a, 'bob');
   for (let i = 0; i < 10; i++) {
-    await a.createPlant('alice', { id: BigInt(i), name: 'a' });
-    await a.createPlant('bob', { id: BigInt(i), name: 'b' });
+    await a.plants.createPlant('alice', { id: BigInt(i), name: 'a' });
+    await a.plants.createPlant('bob', { id: BigInt(i), name: 'b' });
   }
   // Instance a's claim stops halfway, in this test's own schema: a trigger that sleeps while the claim
   // leases its events for 'a', after it has locked whatever it locks. Instance b claims meanwhile.
@@ -113,7 +113,7 @@ test('while one instance\'s claim runs, it holds only the events it takes: anoth
 test('an expired lease is claimed by the other instance, and the first one\'s late result changes nothing', async (t) => {
   const { a, b } = await twoInstances(t);
   const endpoint = await addEndpoint(a, 'alice');
-  assert.equal(await a.createPlant('alice', { id: 7n, name: 'Fern' }), 'created');
+  assert.equal(await a.plants.createPlant('alice', { id: 7n, name: 'Fern' }), 'created');
 
   const [first] = await claim(a, 'a', { leaseMs: 300 });
   assert.ok(first);
@@ -126,20 +126,20 @@ test('an expired lease is claimed by the other instance, and the first one\'s la
   assert.equal(second.attempt, 2);
 
   // a's result arrives late: it is recorded as an attempt, but does not finish b's claim.
-  await a.recordAttempts('a', [result(first, 'delivered')]);
+  await a.outbox.recordAttempts('a', [result(first, 'delivered')]);
   // a cannot release b's claim either.
-  await a.releaseDeliveries('a', [second]);
+  await a.outbox.releaseDeliveries('a', [second]);
   assert.deepEqual(await claim(a, 'a'), [], 'b still holds the event');
 
-  await b.recordAttempts('b', [result(second, 'retry', 0)]);
+  await b.outbox.recordAttempts('b', [result(second, 'retry', 0)]);
   const [third] = await claim(a, 'a');
   assert.ok(third, 'b\'s retry made the event due again');
   assert.equal(third.attempt, 3);
-  await a.recordAttempts('a', [result(third, 'delivered')]);
+  await a.outbox.recordAttempts('a', [result(third, 'delivered')]);
   await sleep(10);
   assert.deepEqual(await claim(b, 'b'), []);
 
-  const attempts = await b.listDeliveryAttempts(endpoint.id, 'alice', 10);
+  const attempts = await b.webhooks.listDeliveryAttempts(endpoint.id, 'alice', 10);
   assert.deepEqual(attempts?.map((x) => [x.attempt, x.state]), [[3, 'delivered'], [2, 'pending'], [1, 'delivered']]);
   assert.equal(attempts?.[0]?.plantId, 7n);
   assert.equal(attempts?.[1]?.eventId, first.eventId);
@@ -148,10 +148,10 @@ test('an expired lease is claimed by the other instance, and the first one\'s la
 test('a released claim is due at once with its attempt count as before', async (t) => {
   const { a, b } = await twoInstances(t);
   await addEndpoint(a, 'alice');
-  await a.createPlant('alice', { id: 1n, name: 'x' });
+  await a.plants.createPlant('alice', { id: 1n, name: 'x' });
   const claimed = await claim(a, 'a');
   assert.equal(claimed.length, 1);
-  await a.releaseDeliveries('a', claimed);
+  await a.outbox.releaseDeliveries('a', claimed);
   const again = await claim(b, 'b');
   assert.deepEqual(again.map((d) => [d.eventId, d.attempt]), claimed.map((d) => [d.eventId, 1]));
 });
@@ -166,10 +166,10 @@ test('the queued body is exactly webhookBody of the stored plant, for hostile te
     { id: 0n, name: '\u2028\u2029 é 中 😀 \x7f\u00a0\ufeff', tag: 'tag "quoted" \\u0041' },
     { id: 42n, name: '', tag: '\n' },
   ];
-  for (const p of plants) assert.equal(await a.createPlant('alice', p), 'created');
+  for (const p of plants) assert.equal(await a.plants.createPlant('alice', p), 'created');
   // A replay and a conflict queue nothing.
-  assert.equal(await a.createPlant('alice', plants[3] as NewPlant), 'replayed');
-  assert.equal(await a.createPlant('alice', { id: 42n, name: 'other' }), 'conflict');
+  assert.equal(await a.plants.createPlant('alice', plants[3] as NewPlant), 'replayed');
+  assert.equal(await a.plants.createPlant('alice', { id: 42n, name: 'other' }), 'conflict');
   const claimed = await claim(a, 'a');
   assert.equal(claimed.length, plants.length);
   const byId = new Map(claimed.map((d) => [d.plantId, d.body]));
@@ -180,8 +180,8 @@ test('one batch holding two different creates of one id queues the stored plant\
   const { a } = await twoInstances(t);
   await addEndpoint(a, 'alice');
   const outcomes = await Promise.all([
-    a.createPlant('alice', { id: 5n, name: 'first' }),
-    a.createPlant('alice', { id: 5n, name: 'second', tag: 'x' }),
+    a.plants.createPlant('alice', { id: 5n, name: 'first' }),
+    a.plants.createPlant('alice', { id: 5n, name: 'second', tag: 'x' }),
   ]);
   // The batch cannot tell its first copy from a replay (answered 200 either way); the second conflicts.
   assert.deepEqual(outcomes.map((o) => o !== 'conflict'), [true, false]);
@@ -192,19 +192,19 @@ test('one batch holding two different creates of one id queues the stored plant\
 test('410 Gone disables the endpoint and gives up its other events, even ones another instance holds', async (t) => {
   const { a, b } = await twoInstances(t);
   const endpoint = await addEndpoint(a, 'alice');
-  for (let i = 0; i < 4; i++) await a.createPlant('alice', { id: BigInt(i), name: `p${i}` });
+  for (let i = 0; i < 4; i++) await a.plants.createPlant('alice', { id: BigInt(i), name: `p${i}` });
   const mine = await claim(a, 'a', { limit: 1 });
   const theirs = await claim(b, 'b', { limit: 1 });
   assert.equal(mine.length + theirs.length, 2);
-  await a.recordAttempts('a', [result(mine[0] as ClaimedDelivery, 'gone')]);
-  const [listed] = await a.listWebhooks('alice');
+  await a.outbox.recordAttempts('a', [result(mine[0] as ClaimedDelivery, 'gone')]);
+  const [listed] = await a.webhooks.listWebhooks('alice');
   assert.equal(listed?.disabledReason, 'the receiver answered 410 Gone');
   assert.ok(listed?.disabledAt instanceof Date);
   // b's later result changes nothing; nothing is due; new plants queue nothing for the endpoint.
-  await b.recordAttempts('b', [result(theirs[0] as ClaimedDelivery, 'retry', 0)]);
-  await a.createPlant('alice', { id: 99n, name: 'late' });
+  await b.outbox.recordAttempts('b', [result(theirs[0] as ClaimedDelivery, 'retry', 0)]);
+  await a.plants.createPlant('alice', { id: 99n, name: 'late' });
   assert.deepEqual(await claim(a, 'a'), []);
-  const attempts = await a.listDeliveryAttempts(endpoint.id, null, 10);
+  const attempts = await a.webhooks.listDeliveryAttempts(endpoint.id, null, 10);
   assert.equal(attempts?.length, 2);
 });
 
@@ -213,8 +213,8 @@ test('busy endpoints are skipped and perEndpoint bounds one endpoint\'s share', 
   const e1 = await addEndpoint(a, 'alice');
   const e2 = await addEndpoint(a, 'bob');
   for (let i = 0; i < 10; i++) {
-    await a.createPlant('alice', { id: BigInt(i), name: 'a' });
-    await a.createPlant('bob', { id: BigInt(i), name: 'b' });
+    await a.plants.createPlant('alice', { id: BigInt(i), name: 'a' });
+    await a.plants.createPlant('bob', { id: BigInt(i), name: 'b' });
   }
   const skipped = await claim(a, 'a', { busy: [e1.id] });
   assert.ok(skipped.length === 10 && skipped.every((d) => d.endpointId === e2.id));
@@ -224,29 +224,29 @@ test('busy endpoints are skipped and perEndpoint bounds one endpoint\'s share', 
 
 test('creates with no endpoint queue nothing; a delete removes the endpoint\'s events and attempts', async (t) => {
   const { a, db } = await twoInstances(t);
-  await a.createPlant('alice', { id: 1n, name: 'x' });
+  await a.plants.createPlant('alice', { id: 1n, name: 'x' });
   const endpoint = await addEndpoint(a, 'alice');
-  await a.createPlant('alice', { id: 2n, name: 'y' });
-  await a.createPlant('alice', { id: 3n, name: 'z' });
+  await a.plants.createPlant('alice', { id: 2n, name: 'y' });
+  await a.plants.createPlant('alice', { id: 3n, name: 'z' });
   const [d] = await claim(a, 'a', { limit: 1 });
-  await a.recordAttempts('a', [result(d as ClaimedDelivery, 'retry', 60_000)]);
-  assert.equal(await a.deleteWebhook(endpoint.id, 'bob'), false);
-  assert.equal(await a.deleteWebhook(endpoint.id, 'alice'), true);
+  await a.outbox.recordAttempts('a', [result(d as ClaimedDelivery, 'retry', 60_000)]);
+  assert.equal(await a.webhooks.deleteWebhook(endpoint.id, 'bob'), false);
+  assert.equal(await a.webhooks.deleteWebhook(endpoint.id, 'alice'), true);
   const counts = await adminSql(
     db.url,
     'SELECT (SELECT count(*) FROM webhook_deliveries)::int AS d, (SELECT count(*) FROM webhook_attempts)::int AS a',
   );
   assert.deepEqual(counts[0]?.rows[0], { d: 0, a: 0 });
-  assert.equal(await a.listDeliveryAttempts(endpoint.id, null, 10), null);
+  assert.equal(await a.webhooks.listDeliveryAttempts(endpoint.id, null, 10), null);
 });
 
 test('the per-user limit holds when two instances create endpoints at once', async (t) => {
   const { a, b } = await twoInstances(t);
-  const made = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).createWebhook(
+  const made = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).webhooks.createWebhook(
     { id: newEndpointId(), user: 'alice', allUsers: false, url: `https://r.example/${i}`, description: null, secret: newWebhookSecret() },
     5,
   )));
   assert.equal(made.filter((m) => m !== 'limit').length, 5);
-  assert.equal((await a.listWebhooks('alice')).length, 5);
-  assert.equal((await a.listWebhooks(null)).length, 5);
+  assert.equal((await a.webhooks.listWebhooks('alice')).length, 5);
+  assert.equal((await a.webhooks.listWebhooks(null)).length, 5);
 });

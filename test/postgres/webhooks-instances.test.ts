@@ -18,7 +18,7 @@ test('two server instances on one database: with a receiver answering 200, each 
   const rx = await receiver(t);
   const store = await openStore(db.config, { logger: silentLogger, poolSize: 1, startupTimeoutMs: 5000, server: false });
   const { secret: token } = await issueToken(store, { user: 'alice' });
-  const endpoint = await store.createWebhook(
+  const endpoint = await store.webhooks.createWebhook(
     { id: newEndpointId(), user: 'alice', allUsers: false, url: rx.url, description: null, secret: newWebhookSecret() }, 10,
   );
   assert.notEqual(endpoint, 'limit');
@@ -59,16 +59,16 @@ test('two instances on one database: a user\'s dead receivers with a backlog fil
   const dead = [await receiver(t, () => 'hang'), await receiver(t, () => 'hang')];
   const live = await receiver(t);
   for (const rx of dead) {
-    const e = await db.store.createWebhook(
+    const e = await db.store.webhooks.createWebhook(
       { id: newEndpointId(), user: 'alice', allUsers: false, url: rx.url, description: null, secret: newWebhookSecret() }, 10,
     );
     assert.notEqual(e, 'limit');
   }
-  const e = await db.store.createWebhook(
+  const e = await db.store.webhooks.createWebhook(
     { id: newEndpointId(), user: 'bob', allUsers: false, url: live.url, description: null, secret: newWebhookSecret() }, 10,
   );
   assert.notEqual(e, 'limit');
-  for (let i = 1; i <= 60; i++) await db.store.createPlant('alice', { id: BigInt(i), name: `a${i}` });
+  for (let i = 1; i <= 60; i++) await db.store.plants.createPlant('alice', { id: BigInt(i), name: `a${i}` });
   // No attempt ends before its 30 s timeout, on either instance.
   const dispatchers = stores.map((store) => new Dispatcher(store, {
     webhookTimeoutMs: 30_000, webhookRetryScheduleMs: [200], webhookRetentionMs: 86_400_000, webhookConcurrency: 8,
@@ -81,7 +81,7 @@ test('two instances on one database: a user\'s dead receivers with a backlog fil
   const held = () => dead[0]!.received.length + dead[1]!.received.length;
   // Each instance holds alice's share of its own slots: both have claimed.
   await eventually(() => (held() >= 8 ? true : undefined), 15_000, 'both instances to hold dead requests');
-  await db.store.createPlant('bob', { id: 1000n, name: 'b' });
+  await db.store.plants.createPlant('bob', { id: 1000n, name: 'b' });
   // Before fairness, each instance's slots were all alice's until a dead attempt timed out (30 s).
   const [got] = await live.waitFor(1, 25_000);
   assert.equal(got?.body, '{"id":1000,"name":"b"}');

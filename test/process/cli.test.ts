@@ -229,7 +229,7 @@ test('token create --admin without plants:read warns that being admin gives the 
 test('token list shows a user name stored before the rule refused its characters escaped, never reordered by a bidirectional override', async (t) => {
   const { url, store } = await testStore(t);
   // As a store written by an earlier release may hold it: straight into the store, past issueToken's check.
-  await store.createToken({ hash: hashToken(generateToken()), user: 'x\u202Ey', scopes: ['plants:read'], admin: false, name: 'lap\u200Btop', expiresAt: null });
+  await store.tokens.createToken({ hash: hashToken(generateToken()), user: 'x\u202Ey', scopes: ['plants:read'], admin: false, name: 'lap\u200Btop', expiresAt: null });
   const listed = await runCli(['token', 'list'], { DATABASE_URL: url });
   assert.equal(listed.code, 0, listed.stderr);
   assert.ok(!listed.stdout.includes('\u202E') && !listed.stdout.includes('\u200B'), 'no invisible character reaches the terminal');

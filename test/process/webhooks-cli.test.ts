@@ -78,13 +78,13 @@ test('webhook deliveries shows the latest attempts, newest first; --json keeps e
   // Events and attempts as the server and its dispatcher would make them.
   const store = await openStore(db.config, { logger: silentLogger, poolSize: 1, startupTimeoutMs: 5000 });
   const big = 9223372036854775807n;
-  assert.equal(await store.createPlant('alice', { id: big, name: 'Big' }), 'created');
-  assert.equal(await store.createPlant('alice', { id: 2n, name: 'Two' }), 'created');
-  assert.equal(await store.createPlant('bob', { id: 3n, name: 'Not hers' }), 'created');
+  assert.equal(await store.plants.createPlant('alice', { id: big, name: 'Big' }), 'created');
+  assert.equal(await store.plants.createPlant('alice', { id: 2n, name: 'Two' }), 'created');
+  assert.equal(await store.plants.createPlant('bob', { id: 3n, name: 'Not hers' }), 'created');
   const at = new Date(Date.now() - 1000);
-  const claimed = await store.claimDeliveries({ instance: 'i1', limit: 10, perEndpoint: 10, busy: [], leaseMs: 60_000 });
+  const claimed = await store.outbox.claimDeliveries({ instance: 'i1', limit: 10, perEndpoint: 10, busy: [], leaseMs: 60_000 });
   assert.equal(claimed.length, 2);
-  await store.recordAttempts('i1', claimed.map((delivery) =>
+  await store.outbox.recordAttempts('i1', claimed.map((delivery) =>
     delivery.plantId === big
       ? { delivery, outcome: 'retry' as const, status: 500, error: 'HTTP 500 | "quoted"', at, retryInMs: 60_000 }
       : { delivery, outcome: 'delivered' as const, status: 200, error: null, at, retryInMs: null }));

@@ -19,7 +19,7 @@ async function setUp(db: TestDatabase, url: string, user = 'alice'): Promise<{ t
   const store = await openStore(db.config, { logger: silentLogger, poolSize: 1, startupTimeoutMs: 5000, server: false });
   try {
     const { secret: token } = await issueToken(store, { user });
-    const endpoint = await store.createWebhook(
+    const endpoint = await store.webhooks.createWebhook(
       { id: newEndpointId(), user, allUsers: false, url, description: null, secret: newWebhookSecret() }, 10,
     );
     assert.notEqual(endpoint, 'limit');
@@ -32,7 +32,7 @@ async function setUp(db: TestDatabase, url: string, user = 'alice'): Promise<{ t
 async function attemptsOf(db: TestDatabase, endpointId: string) {
   const store = await openStore(db.config, { logger: silentLogger, poolSize: 1, startupTimeoutMs: 5000, server: false });
   try {
-    return await store.listDeliveryAttempts(endpointId, null, 100);
+    return await store.webhooks.listDeliveryAttempts(endpointId, null, 100);
   } finally {
     await store.close();
   }

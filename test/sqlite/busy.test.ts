@@ -78,20 +78,20 @@ test('writes waiting for the lock keep their order, and each waits the busy time
   const { store, holdWriteLock: hold } = await testStore(t);
   const release = await hold();
   const started = performance.now();
-  const first = store.createPlant('alice', { id: 1n, name: 'first' }).then(
+  const first = store.plants.createPlant('alice', { id: 1n, name: 'first' }).then(
     () => assert.fail('the first write should have timed out'),
     (error: unknown) => ({ error, ms: performance.now() - started }),
   );
   await sleep(TEST_QUERY_TIMEOUT_MS * 0.6);
-  const later = [2n, 3n, 4n].map((id) => store.createPlant('alice', { id, name: `p${id}` }));
+  const later = [2n, 3n, 4n].map((id) => store.plants.createPlant('alice', { id, name: `p${id}` }));
   const failed = await first;
   assert.ok(failed.error instanceof StoreUnavailableError);
   assert.ok(failed.ms >= TEST_QUERY_TIMEOUT_MS - 50, `the first write failed after ${failed.ms.toFixed(0)} ms`);
   await sleep(TEST_QUERY_TIMEOUT_MS * 0.2);
   await release();
   assert.deepEqual(await Promise.all(later), ['created', 'created', 'created']);
-  assert.equal(await store.createPlant('alice', { id: 5n, name: 'p5' }), 'created');
-  const page = await store.listPlants({ owner: 'alice', limit: 10 });
+  assert.equal(await store.plants.createPlant('alice', { id: 5n, name: 'p5' }), 'created');
+  const page = await store.plants.listPlants({ owner: 'alice', limit: 10 });
   assert.deepEqual(page.plants.map((p) => p.name), ['p2', 'p3', 'p4', 'p5']);
 });
 
@@ -99,11 +99,11 @@ test('the cursor key, written at the first list that needs a cursor, waits for a
   const { store, holdWriteLock: hold } = await testStore(t);
   const release = await hold();
   let settled = false;
-  const pending = store.cursorKey().finally(() => (settled = true));
+  const pending = store.secrets.cursorKey().finally(() => (settled = true));
   await sleep(300);
   assert.equal(settled, false, 'it waits while the lock is held');
   await release();
   const key = await pending;
   assert.equal(key.length, 32);
-  assert.deepEqual(await store.cursorKey(), key, 'the same key afterwards');
+  assert.deepEqual(await store.secrets.cursorKey(), key, 'the same key afterwards');
 });

@@ -166,13 +166,13 @@ test("a server's store: its WAL is copied back and started over in the backgroun
   // One commit a create (each awaited), a few frames each: past SQLite's default 1,000.
   let highest = 0;
   for (let id = 1; highest < 1000 && id <= 5000; id++) {
-    await store.createPlant('alice', { id: BigInt(id), name: `plant ${id}` });
+    await store.plants.createPlant('alice', { id: BigInt(id), name: `plant ${id}` });
     highest = Math.max(highest, wal().log);
   }
   assert.ok(highest >= 1000, `the WAL reached ${highest} frames`);
   // Started over: far fewer frames than it had.
   const later = await eventually(10_000, async () => {
-    await store.createPlant('alice', { id: BigInt(10_000 + Date.now() % 1_000_000), name: 'one more' });
+    await store.plants.createPlant('alice', { id: BigInt(10_000 + Date.now() % 1_000_000), name: 'one more' });
     return wal();
   }, (w) => w.log < 1000);
   assert.ok(later.log < 1000, `the WAL was not started over: ${JSON.stringify(later)}`);

@@ -19,7 +19,7 @@ const PAGE = 4096;
 async function bigStore(path: string): Promise<void> {
   const store = await openStore(sqlite(path), options);
   const creates = [];
-  for (let i = 1; i <= 5000; i++) creates.push(store.createPlant(`user${i % 50}`, { id: BigInt(i), name: `plant number ${i}`, tag: `tag${i % 7}` }));
+  for (let i = 1; i <= 5000; i++) creates.push(store.plants.createPlant(`user${i % 50}`, { id: BigInt(i), name: `plant number ${i}`, tag: `tag${i % 7}` }));
   await Promise.all(creates);
   await store.close();
 }

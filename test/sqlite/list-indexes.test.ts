@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseDatabaseUrl } from '../../src/config/index.js';
-import type { ListShape } from '../../src/store/sql/statements.js';
+import type { ListShape } from '../../src/store/sql/lists.js';
 import { openStore } from '../../src/store/open.js';
 import { pageText } from '../../src/store/sqlite/lists.js';
 import Database from '../../src/store/sqlite/driver.js';

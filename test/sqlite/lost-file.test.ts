@@ -67,16 +67,16 @@ test('a store file moved away and back: the store is unavailable meanwhile and s
   const path = url.slice('sqlite:'.length);
   const store = await openStore(config, { logger: silentLogger, poolSize: 1, startupTimeoutMs: 1000, server: true });
   t.after(() => store.close());
-  assert.equal(await store.createPlant('alice', { id: 1n, name: 'a' }), 'created');
+  assert.equal(await store.plants.createPlant('alice', { id: 1n, name: 'a' }), 'created');
   renameSync(path, `${path}.moved`);
-  const lost = await eventually(NOTICE_MS, () => store.ping().then(() => undefined, (e: unknown) => e), (e) => e !== undefined);
+  const lost = await eventually(NOTICE_MS, () => store.health.ping().then(() => undefined, (e: unknown) => e), (e) => e !== undefined);
   assert.ok(lost instanceof StoreUnavailableError, 'ping fails once the file is gone');
-  await assert.rejects(store.createPlant('alice', { id: 2n, name: 'b' }), StoreUnavailableError);
+  await assert.rejects(store.plants.createPlant('alice', { id: 2n, name: 'b' }), StoreUnavailableError);
   renameSync(`${path}.moved`, path);
-  const back = await eventually(NOTICE_MS, () => store.ping().then(() => undefined, (e: unknown) => e), (e) => e === undefined);
+  const back = await eventually(NOTICE_MS, () => store.health.ping().then(() => undefined, (e: unknown) => e), (e) => e === undefined);
   assert.equal(back, undefined, 'ready again');
-  assert.equal(await store.createPlant('alice', { id: 2n, name: 'b' }), 'created');
-  assert.deepEqual((await store.listPlants({ owner: 'alice', limit: 10 })).plants.map((p) => p.name), ['a', 'b']);
+  assert.equal(await store.plants.createPlant('alice', { id: 2n, name: 'b' }), 'created');
+  assert.deepEqual((await store.plants.listPlants({ owner: 'alice', limit: 10 })).plants.map((p) => p.name), ['a', 'b']);
 });
 
 test('a cached page is not served once the store file is moved away: the list is refused like any read, and served again once the file is back', async (t) => {
@@ -84,18 +84,18 @@ test('a cached page is not served once the store file is moved away: the list is
   const path = url.slice('sqlite:'.length);
   const store = await openStore(config, { logger: silentLogger, poolSize: 1, startupTimeoutMs: 1000, listCachePlants: 1000, server: true });
   t.after(() => store.close());
-  assert.equal(await store.createPlant('alice', { id: 1n, name: 'a' }), 'created');
+  assert.equal(await store.plants.createPlant('alice', { id: 1n, name: 'a' }), 'created');
   const query = { owner: 'alice', limit: 10 };
-  const page = await store.listPlants(query);
-  assert.equal(await store.listPlants(query), page, 'the page is cached');
-  assert.equal(store.cachedPage(query), page, 'and is there for the list route to answer at once');
+  const page = await store.plants.listPlants(query);
+  assert.equal(await store.plants.listPlants(query), page, 'the page is cached');
+  assert.equal(store.plants.cachedPage(query), page, 'and is there for the list route to answer at once');
   renameSync(path, `${path}.moved`);
-  const lost = await eventually(NOTICE_MS, () => store.ping().then(() => undefined, (e: unknown) => e), (e) => e !== undefined);
+  const lost = await eventually(NOTICE_MS, () => store.health.ping().then(() => undefined, (e: unknown) => e), (e) => e !== undefined);
   assert.ok(lost instanceof StoreUnavailableError, 'ping fails once the file is gone');
-  await assert.rejects(store.listPlants(query), StoreUnavailableError);
+  await assert.rejects(store.plants.listPlants(query), StoreUnavailableError);
   // The route's synchronous look refuses it too (the page is still in the cache).
-  assert.throws(() => store.cachedPage(query), StoreUnavailableError);
+  assert.throws(() => store.plants.cachedPage(query), StoreUnavailableError);
   renameSync(`${path}.moved`, path);
-  await eventually(NOTICE_MS, () => store.ping().then(() => undefined, (e: unknown) => e), (e) => e === undefined);
-  assert.deepEqual((await store.listPlants(query)).plants, [{ name: 'a' }]);
+  await eventually(NOTICE_MS, () => store.health.ping().then(() => undefined, (e: unknown) => e), (e) => e === undefined);
+  assert.deepEqual((await store.plants.listPlants(query)).plants, [{ name: 'a' }]);
 });

@@ -32,13 +32,13 @@ test('a SQLite store made by the old migrations opens, keeps its tokens, and nam
   const store = await openStore(parseDatabaseUrl(`sqlite:${path}`), { ...options, server: true });
   t.after(() => store.close());
 
-  const kept = await store.findTokenByHash('a'.repeat(64));
+  const kept = await store.tokens.findTokenByHash('a'.repeat(64));
   assert.deepEqual(kept && { user: kept.user, scopes: kept.scopes, admin: kept.admin, name: kept.name, createdAt: kept.createdAt.getTime() }, {
     user: 'alice', scopes: ['plants:read', 'plants:write'], admin: false, name: 'laptop', createdAt: 1_700_000_000_000,
   });
-  await store.createToken({ hash: 'b'.repeat(64), user: 'bob', scopes: ['plants:read'], admin: true, name: null, expiresAt: null });
-  assert.deepEqual((await store.listTokens()).map((r) => r.user), ['alice', 'bob']);
-  assert.equal(await store.revokeToken(kept?.id ?? -1), true);
+  await store.tokens.createToken({ hash: 'b'.repeat(64), user: 'bob', scopes: ['plants:read'], admin: true, name: null, expiresAt: null });
+  assert.deepEqual((await store.tokens.listTokens()).map((r) => r.user), ['alice', 'bob']);
+  assert.equal(await store.tokens.revokeToken(kept?.id ?? -1), true);
 
   const db = new Database(path, { readonly: true });
   t.after(() => db.close());

@@ -17,7 +17,7 @@ test('a second server handle on one SQLite store is refused; the CLI\'s handle i
     return true;
   });
   const cli = await openStore(config, { ...options, server: false });
-  assert.equal(await cli.createPlant('alice', { id: 1n, name: 'x' }), 'created');
+  assert.equal(await cli.plants.createPlant('alice', { id: 1n, name: 'x' }), 'created');
   await cli.close();
   await store.close();
   const next = await openStore(config, { ...options, server: true });

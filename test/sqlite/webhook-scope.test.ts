@@ -34,7 +34,7 @@ test('a token made before webhooks existed keeps its scopes through migration 00
   const app = await buildApp({ store, logger: silentLogger });
   t.after(() => app.close());
 
-  assert.deepEqual((await store.listTokens())[0]?.scopes, ['plants:read', 'plants:write']);
+  assert.deepEqual((await store.tokens.listTokens())[0]?.scopes, ['plants:read', 'plants:write']);
   assert.equal((await app.inject({ method: 'GET', url: '/plants', headers: bearer(secret) })).statusCode, 200);
   const json = { ...bearer(secret), 'content-type': 'application/json' };
   for (const request of [

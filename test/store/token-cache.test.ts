@@ -11,9 +11,11 @@ async function counted(t: TestContext): Promise<{ verifier: OpaqueTokenVerifier;
   const { store } = await testStore(t);
   let reads = 0;
   const reading = {
-    findTokenByHash: (hash: string) => {
-      reads++;
-      return store.findTokenByHash(hash);
+    tokens: {
+      findTokenByHash: (hash: string) => {
+        reads++;
+        return store.tokens.findTokenByHash(hash);
+      },
     },
   } as unknown as Store;
   return { verifier: new OpaqueTokenVerifier(reading), store, reads: () => reads };

@@ -126,7 +126,7 @@ test('a token whose id is taken here gets a new one and still authenticates', as
   assert.deepEqual(log, ['token 1 is token 2 in this store: its id was another token\'s here']);
   const { app, store } = await appOn(t, target.config);
   assert.equal((await list(app, alice)).statusCode, 200);
-  assert.deepEqual((await store.listTokens()).map((tk) => [tk.id, tk.user]), [[1, 'zed'], [2, 'alice']]);
+  assert.deepEqual((await store.tokens.listTokens()).map((tk) => [tk.id, tk.user]), [[1, 'zed'], [2, 'alice']]);
   assert.equal((await issueToken(store, { user: 'new' })).record.id, 3, 'new tokens get ids after the imported ones');
 });
 
@@ -170,7 +170,7 @@ test('a file cut short, damaged, out of order or of an unknown version fails wit
 test('export reads one snapshot while the store is written, and a failed export leaves no file behind', async (t) => {
   const source = await testApp(t);
   const alice = await source.token('alice');
-  for (let id = 1; id <= 2500; id += 1) await source.store.createPlant('alice', { id: BigInt(id), name: `p${id}` });
+  for (let id = 1; id <= 2500; id += 1) await source.store.plants.createPlant('alice', { id: BigInt(id), name: `p${id}` });
   const file = join(tempDir(t), 'a.ndjson');
   const store = await openTransferStore(source.config, { logger: silentLogger, poolSize: 2, startupTimeoutMs: 5000, importing: false });
   t.after(() => store.close());

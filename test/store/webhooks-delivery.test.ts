@@ -72,7 +72,7 @@ test('a receiver that is down, then up, gets the event', async (t) => {
   const [request] = await rx.waitFor(1);
   assert.equal(request?.body, '{"id":2,"name":"ivy"}');
   const list = await eventually(async () => {
-    const all = await store.listDeliveryAttempts(endpoint.id, null, 100);
+    const all = await store.webhooks.listDeliveryAttempts(endpoint.id, null, 100);
     return all?.[0]?.state === 'delivered' ? all : undefined;
   });
   assert.ok(list.length >= 2);
@@ -108,7 +108,7 @@ test('410 Gone disables the endpoint: nothing more is queued or sent to it', asy
   await rx.waitFor(1);
   const [attempt] = await attempts(store, endpoint.id, (n) => n >= 1);
   assert.deepEqual([attempt?.status, attempt?.state], [410, 'failed']);
-  const [listed] = (await store.listWebhooks('alice')).filter((e) => e.id === endpoint.id);
+  const [listed] = (await store.webhooks.listWebhooks('alice')).filter((e) => e.id === endpoint.id);
   assert.ok(listed?.disabledAt instanceof Date);
   await add(store, 'alice', { id: 5n, name: 'b' });
   await control.waitFor(2);
@@ -150,7 +150,7 @@ test('with private destinations refused, a loopback name or address is not calle
     [byAddress?.error, byAddress?.state, byAddress?.nextAttemptAt],
     ['destination not allowed: 127.0.0.1 is a private address', 'failed', null],
   );
-  assert.deepEqual(await store.webhookBacklog(100), { pending: 0, capped: false, oldest: null }, 'nothing left to retry');
+  assert.deepEqual(await store.outbox.webhookBacklog(100), { pending: 0, capped: false, oldest: null }, 'nothing left to retry');
   assert.equal(rx.received.length, 0);
   await d.stop(Date.now() + 1000);
 });
@@ -205,7 +205,7 @@ test('a deleted endpoint gets nothing more', async (t) => {
   const d = dispatcher(t, store);
   await add(store, 'alice', { id: 8n, name: 'a' });
   await rx.waitFor(1);
-  assert.equal(await store.deleteWebhook(endpoint.id, 'alice'), true);
+  assert.equal(await store.webhooks.deleteWebhook(endpoint.id, 'alice'), true);
   await add(store, 'alice', { id: 9n, name: 'b' });
   await control.waitFor(2);
   await sleep(300);
@@ -222,7 +222,7 @@ test('events claimed and waiting here are dropped when the endpoint is deleted (
   for (let i = 0; i < 5; i++) await add(store, 'alice', { id: BigInt(100 + i), name: `p${i}` });
   await rx.waitFor(1);
   await sleep(300);
-  assert.equal(await store.deleteWebhook(endpoint.id, 'alice'), true);
+  assert.equal(await store.webhooks.deleteWebhook(endpoint.id, 'alice'), true);
   endpointDeleted(endpoint.id); // what the DELETE route does once the store has deleted it
   rx.answerHanging(200);
   await sleep(500);
@@ -260,7 +260,7 @@ test('stop: attempts in flight finish before the deadline; the rest are released
   await rx.waitFor(1);
   await first.stop(Date.now() + 300);
   // Aborted at the deadline and released: no attempt recorded, due again at once.
-  assert.deepEqual(await store.listDeliveryAttempts(endpoint.id, null, 10), []);
+  assert.deepEqual(await store.webhooks.listDeliveryAttempts(endpoint.id, null, 10), []);
   slow = false;
   const second = dispatcher(t, store);
   const got = await rx.waitFor(2);
@@ -279,9 +279,9 @@ test('delivered events and their attempts are removed once past WEBHOOK_RETENTIO
   await rx.waitFor(1);
   const [attempt] = await attempts(store, endpoint.id, (n) => n >= 1);
   assert.equal(attempt?.state, 'delivered');
-  await eventually(async () => ((await store.listDeliveryAttempts(endpoint.id, null, 10))?.length === 0 ? true : undefined), 10_000, 'swept');
+  await eventually(async () => ((await store.webhooks.listDeliveryAttempts(endpoint.id, null, 10))?.length === 0 ? true : undefined), 10_000, 'swept');
   // The endpoint stays; only its history went.
-  assert.equal((await store.listWebhooks('alice')).length, 1);
+  assert.equal((await store.webhooks.listWebhooks('alice')).length, 1);
   await d.stop(Date.now() + 1000);
 });
 

@@ -42,7 +42,7 @@ export class TokenRateLimit {
 
   /** Counts the request; sets the RateLimit headers; throws 429 once the token is over its budget. */
   async check(key: string, reply: FastifyReply): Promise<void> {
-    const { count, resetInMs }: RateCount = await this.#store.hit(key, this.#rate.windowMs);
+    const { count, resetInMs }: RateCount = await this.#store.counters.hit(key, this.#rate.windowMs);
     const headers = rateHeaders('token', this.#rate, this.#rate.limit - count, resetInMs);
     reply.headers(headers);
     if (count > this.#rate.limit) {
@@ -108,7 +108,7 @@ export class AuthFailureLimit {
   /** Counts a failure; returns the 429 to answer instead of a 401 once the address's client is over the limit. */
   async failed(address: string): Promise<ApiError | null> {
     const key = clientKey(address);
-    const { count, resetInMs } = await this.#store.hit(`auth-failure:${key}`, this.#rate.windowMs);
+    const { count, resetInMs } = await this.#store.counters.hit(`auth-failure:${key}`, this.#rate.windowMs);
     if (count <= this.#rate.limit) return null;
     if (this.#blockedUntil.size >= MAX_BLOCKED) this.#forgetExpired();
     this.#blockedUntil.set(key, Date.now() + resetInMs);

@@ -60,8 +60,8 @@ class TokenCache {
     if (hit && now - hit.at < TOKEN_CACHE_TTL_MS) return hit.record;
     // No token was ever issued in another shape: such a string is read (and refused) without a place
     // here, not even while its read is in flight, so keys stay token-sized.
-    if (!looksLikeToken(token)) return this.#store.findTokenByHash(hashToken(token));
-    const entry: CacheEntry = { at: now, record: this.#store.findTokenByHash(hashToken(token)) };
+    if (!looksLikeToken(token)) return this.#store.tokens.findTokenByHash(hashToken(token));
+    const entry: CacheEntry = { at: now, record: this.#store.tokens.findTokenByHash(hashToken(token)) };
     this.#entries.delete(token);
     this.#dropStale(now);
     this.#entries.set(token, entry);

@@ -44,7 +44,7 @@ export class StoreOutage {
     if (this.#pinging || Date.now() - this.#lastFailure < OUTAGE_QUIET_MS) return;
     this.#pinging = true;
     const probe = this.#probe;
-    this.#store.ping().then(
+    this.#store.health.ping().then(
       () => {
         this.#pinging = false;
         // A failure may have come in while the ping was under way: the outage is not over then.

@@ -48,7 +48,7 @@ export async function readinessRoute(app: FastifyInstance, { store, drain }: { s
       // Draining: the load balancer should send new requests elsewhere while these finish.
       if (drain.closing) throw new ApiError(ERRORS.notServing, 'This instance is shutting down');
       try {
-        await store.ping();
+        await store.health.ping();
       } catch (error) {
         // Whatever the reason, the answer to "can this instance serve?" is no.
         throw error instanceof StoreUnavailableError ? error : new StoreUnavailableError(error);

@@ -1,36 +1,30 @@
-import { randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from './driver.js';
 import type { Logger } from 'pino';
-import { plantOf, plantOfColumns, samePlant, type NewPlant } from '../../domain/plant.js';
-import type {
-  AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, NewWebhookEndpoint, WebhookEndpoint,
-} from '../../domain/webhook.js';
 import { migrationName, type MigrationsApplied } from '../sql/migrations.js';
-import { MemoryRateCounter } from './counters.js';
-import {
-  backlogOf, migrationValues, pendingMigrations, statements, tokenOf, tokenValues,
-  type BacklogRow, type Dialect, type TokenRow,
-} from '../sql/statements.js';
+import { migrationValues, pendingMigrations, statements, type Dialect } from '../sql/statements.js';
+import { SqlTokens } from '../sql/tokens.js';
 import { CHECKPOINT_FRAMES, startCheckpointer, type WalCheckpointer } from './checkpoint.js';
-import { currentUser, isBusy, isUnwritable, named, openFailure, storeError } from './errors.js';
+import { MemoryRateCounter } from './counters.js';
+import { isBusy, isUnwritable, named, openFailure } from './errors.js';
 import { identityOf, prepareStorePath, quickCheck, takeServerLock, watchIdentity } from './file.js';
+import { releaseOrphanedClaims, SqliteOutbox, SqliteWebhookStore, type OutboxListener } from './outbox.js';
+import { SqlitePlants } from './plants.js';
 import { FIRST_RETRY_MS, MAX_RETRY_MS, walFileSync, WriteQueue } from './queue.js';
-import { PageReader } from './lists.js';
+import { FileState, type StoreFile } from './state.js';
+import { sqliteSecrets, sqliteTokenDriver } from './tokens.js';
 import { SqliteTransfer } from './transfer.js';
 import { SqliteWebhooks } from './webhooks.js';
-import {
-  StoreUnavailableError,
-  type CreateOutcome, type ListQuery, type NewTokenRecord, type PlantPage, type RateCount, type TokenRecord, type CacheableStore,
-  type StoreObserver, type WebhookBacklog,
+import type {
+  CacheableStore, CounterStore, HealthStore, OutboxStore, SecretStore, StoreObserver, TokenStore, WebhookStore,
 } from '../store.js';
 import type { StoreTransfer, TransferableStore } from '../transfer.js';
 
 export { StoreLockedError } from './file.js';
 
 /** SQLite's spelling: `?` placeholders, times as milliseconds since the epoch, scopes space-separated, flags 0/1. */
-const SQLITE: Dialect = {
+export const SQLITE: Dialect = {
   backend: 'sqlite',
   param: () => '?',
   timeType: 'INTEGER',
@@ -44,15 +38,10 @@ const SQLITE: Dialect = {
 };
 const SQL = statements(SQLITE);
 
-/** Webhook bookkeeping: losing it to a power cut only repeats a delivery (see WriteQueue.add). */
-const NOT_DURABLE = { durable: false } as const;
-
 /** How long a write waits for another process (the CLI) holding the write lock, then 503. */
 const BUSY_TIMEOUT_MS = 5000;
 /** How often the server checks that its store file is still the file at its path. */
 const WATCH_INTERVAL_MS = 1000;
-/** While the store cannot be written, /readyz tries a write at most this often. */
-const PROBE_INTERVAL_MS = 1000;
 
 export interface SqliteOptions {
   readonly busyTimeoutMs?: number;
@@ -145,58 +134,38 @@ function migrate(db: Database.Database): string[] {
   return apply.immediate();
 }
 
-interface StoreFile {
-  /** As configured, for messages. */
-  readonly path: string;
-  readonly realPath: string;
-  readonly busyTimeoutMs: number;
-  readonly logger: Logger | undefined;
-  readonly observer: StoreObserver | undefined;
-}
-
+/** A SQLite store: its facets over one connection and its write queue, each in its own file. */
 class SqliteStore implements CacheableStore, TransferableStore {
   readonly backend = 'sqlite';
+  readonly plants: SqlitePlants;
+  readonly tokens: TokenStore;
+  readonly counters: CounterStore;
+  readonly secrets: SecretStore;
+  readonly webhooks: WebhookStore;
+  readonly outbox: OutboxStore;
+  readonly health: HealthStore;
   readonly #db: Database.Database;
   readonly #lock: Database.Database | undefined;
-  readonly #file: StoreFile;
-  /** In memory: one server per store, so its counts are all the counts. */
-  readonly #rates = new MemoryRateCounter();
+  readonly #state: FileState;
   readonly #writes: WriteQueue;
-  /** Why nothing may be read or written (the file was deleted, or the store closed); ping, reads and writes fail with 503. */
-  #unavailable: Error | undefined;
-  /** The last write failed because the store cannot be written (read-only, disk full, I/O error); /readyz says so. */
-  #unwritable: { error: unknown; probedAt: number } | undefined;
+  readonly #webhooks: SqliteWebhooks;
   #stopWatch: (() => void) | undefined;
   /** Server only: checkpoints the WAL off the event loop (see startCheckpointer). */
   #checkpointer: WalCheckpointer | undefined;
   #closed: Promise<void> | undefined;
-  readonly #webhooks: SqliteWebhooks;
-  #eventsListener: (() => void) | undefined;
+  readonly #events: OutboxListener = { listener: undefined };
   /** A write of the running batch queued webhook events: the listener is told once the batch is committed and synced. */
   #eventsQueued = false;
-
-  readonly #probe: () => void;
-  readonly #insertPlant: Database.Statement<[string, bigint, string, string | null]>;
-  readonly #findPlant: Database.Statement<[string, bigint], { name: string; tag: string | null }>;
-  readonly #deletePlant: Database.Statement<[string, bigint]>;
-  readonly #pages: PageReader;
-  readonly #insertToken: Database.Statement<unknown[], TokenRow>;
-  readonly #tokenByHash: Database.Statement<[string], TokenRow>;
-  readonly #tokens: Database.Statement<[], TokenRow>;
-  readonly #userTokens: Database.Statement<[string], TokenRow>;
-  readonly #revokeToken: Database.Statement<[number, number]>;
-  readonly #revokeUserToken: Database.Statement<[number, number, string]>;
 
   constructor(db: Database.Database, lock: Database.Database | undefined, file: StoreFile) {
     this.#db = db;
     this.#lock = lock;
-    this.#file = file;
+    const state = new FileState(db, file);
+    this.#state = state;
     this.#writes = new WriteQueue(db, file.busyTimeoutMs, {
-      unavailable: () => this.#unavailable,
-      cannotWrite: (error) => this.#cannotWrite(error),
-      committed: () => {
-        if (this.#unwritable) this.#canWrite();
-      },
+      unavailable: () => state.unavailable,
+      cannotWrite: (error) => state.cannotWrite(error),
+      committed: () => state.committed(),
       ran: () => {
         const queued = this.#eventsQueued;
         this.#eventsQueued = false;
@@ -204,46 +173,44 @@ class SqliteStore implements CacheableStore, TransferableStore {
       },
       settled: (committed, writes, eventsQueued) => this.#batchSettled(committed, writes, eventsQueued === true),
     }, walFileSync(`${file.realPath}-wal`));
-    // Rewrites one row as it is: a real write and fsync, the only way to learn whether the file can
-    // be written (a file SQLite opened read-only still begins transactions).
-    const touch = db.prepare('UPDATE schema_migrations SET applied_at = applied_at WHERE version = (SELECT max(version) FROM schema_migrations)');
-    const probe = db.transaction(() => touch.run());
-    this.#probe = () => probe.immediate();
-    this.#insertPlant = db.prepare(
-      'INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING',
-    );
-    this.#findPlant = db.prepare('SELECT name, tag FROM plants WHERE owner = ? AND id = ?');
-    this.#deletePlant = db.prepare(SQL.deletePlant);
-    this.#pages = new PageReader(db);
-    this.#insertToken = db.prepare(SQL.insertToken);
-    this.#tokenByHash = db.prepare(SQL.tokenByHash);
-    this.#tokens = db.prepare(SQL.tokens);
-    this.#userTokens = db.prepare(SQL.userTokens);
-    this.#revokeToken = db.prepare(SQL.revokeToken);
-    this.#revokeUserToken = db.prepare(SQL.revokeUserToken);
-    this.#webhooks = new SqliteWebhooks(db);
+    this.#webhooks = new SqliteWebhooks(db, SQLITE);
+    this.plants = new SqlitePlants(db, state, this.#writes, this.#webhooks, SQL.deletePlant, () => {
+      this.#eventsQueued = true;
+    });
+    this.tokens = new SqlTokens(SQLITE, sqliteTokenDriver(db, SQL, state, this.#writes, this.#webhooks));
+    // In memory: one server per store, so its counts are all the counts.
+    const rates = new MemoryRateCounter();
+    this.counters = {
+      hit: async (key, windowMs) => rates.hit(key, windowMs),
+    };
+    this.secrets = sqliteSecrets(db, this.#writes);
+    this.webhooks = new SqliteWebhookStore(state, this.#writes, this.#webhooks);
+    this.outbox = new SqliteOutbox(db, SQLITE, state, this.#writes, this.#webhooks, this.#events, SQL.webhookBacklog);
+    this.health = { ping: () => state.ping() };
   }
 
   #batchSettled(committed: boolean, writes: number, eventsQueued: boolean): void {
-    if (committed) this.#file.observer?.committed(this.backend, writes);
-    if (!eventsQueued || !committed || !this.#eventsListener) return;
+    if (committed) this.#state.file.observer?.committed(this.backend, writes);
+    const listener = this.#events.listener;
+    if (!eventsQueued || !committed || !listener) return;
     try {
-      this.#eventsListener();
+      listener();
     } catch (error) {
       // The listener only hurries the dispatcher, which polls anyway; it must not break the write queue.
-      this.#file.logger?.error({ err: error }, 'the webhook events listener failed');
+      this.#state.file.logger?.error({ err: error }, 'the webhook events listener failed');
     }
   }
 
   /** Server only: learn now whether the file can be written, and from now on whether it is still the file at its path. */
   async watch(deadline: number): Promise<void> {
     try {
-      await whenNotBusy(this.#probe, deadline);
+      await whenNotBusy(this.#state.probe, deadline);
     } catch (error) {
       if (!isUnwritable(error)) throw error;
-      this.#cannotWrite(error);
+      this.#state.cannotWrite(error);
     }
-    this.#stopWatch = watchIdentity(this.#file.realPath, identityOf(this.#file.realPath), WATCH_INTERVAL_MS, (problem) => this.#fileChanged(problem));
+    const { realPath } = this.#state.file;
+    this.#stopWatch = watchIdentity(realPath, identityOf(realPath), WATCH_INTERVAL_MS, (problem) => this.#state.fileChanged(problem));
   }
 
   /**
@@ -252,7 +219,7 @@ class SqliteStore implements CacheableStore, TransferableStore {
    * SQLite does by default, and the log says so.
    */
   checkpointInBackground(): void {
-    const { logger, realPath } = this.#file;
+    const { logger, realPath } = this.#state.file;
     this.#db.pragma('wal_autocheckpoint = 0');
     this.#checkpointer = startCheckpointer(realPath, {
       failed: (error) => logger?.error({ err: error, path: realPath }, 'a WAL checkpoint failed; the WAL grows until one succeeds (tried again every 100 ms)'),
@@ -271,243 +238,9 @@ class SqliteStore implements CacheableStore, TransferableStore {
     });
   }
 
-  #fileChanged(problem: string | undefined): void {
-    const where = named(this.#file.path, this.#file.realPath);
-    if (problem === undefined) {
-      this.#unavailable = undefined;
-      this.#file.logger?.info({ path: this.#file.realPath }, `the SQLite store ${where} is back at its path; serving again`);
-      return;
-    }
-    this.#unavailable = new Error(`the SQLite store ${where} ${problem} while the server was running`);
-    const proc = process.platform === 'linux'
-      ? ` (until this process ends, a deleted file stays readable through /proc/${process.pid}/fd: see ls -l /proc/${process.pid}/fd)`
-      : '';
-    this.#file.logger?.error(
-      { path: this.#file.realPath },
-      `${this.#unavailable.message}. This server now answers 503 to every request that needs the store, reports unready, ` +
-        'and writes nothing more. If the file was moved, moving it back lets the server recover by itself; otherwise stop ' +
-        `the server, restore the store from a backup${proc}, and start it again: started as it is, it would begin on a new, empty store.`,
-    );
-  }
-
-  #cannotWrite(error: unknown): void {
-    const first = this.#unwritable === undefined;
-    this.#unwritable = { error, probedAt: performance.now() };
-    if (!first) return;
-    this.#file.logger?.error(
-      { path: this.#file.realPath, err: error },
-      `cannot write the SQLite store ${named(this.#file.path, this.#file.realPath)} (${(error as Error).message}): writes answer 503 ` +
-        `and /readyz reports unready until a write succeeds. Check that ${currentUser()} may write the file and its directory ` +
-        '(a file opened read-only needs a restart of the server), and that the disk is writable and has room.',
-    );
-  }
-
-  #canWrite(): void {
-    this.#unwritable = undefined;
-    this.#file.logger?.info({ path: this.#file.realPath }, `the SQLite store ${named(this.#file.path, this.#file.realPath)} can be written again`);
-  }
-
-  assertReadable(): void {
-    if (this.#unavailable) throw new StoreUnavailableError(this.#unavailable);
-  }
-
-  createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome> {
-    return this.#writes.add(() => {
-      if (this.#insertPlant.run(owner, plant.id, plant.name, plant.tag ?? null).changes === 1) {
-        this.#queueEvents(owner, plant);
-        return 'created';
-      }
-      // Same transaction as the insert, so the row that conflicted is still there.
-      const stored = this.#findPlant.get(owner, plant.id);
-      if (!stored) throw new Error('conflicting plant row not found');
-      return samePlant(plantOfColumns(stored), plantOf(plant)) ? 'replayed' : 'conflict';
-    });
-  }
-
-  /**
-   * The outbox, in the create's transaction: the events commit with the plant or not at all. A failed
-   * statement rolls back only itself while the batch commits (see WriteQueue), so when queueing fails the
-   * plant just inserted is removed again before the create fails.
-   */
-  #queueEvents(owner: string, plant: NewPlant): void {
-    try {
-      if (this.#webhooks.queueEvents(owner, plant)) this.#eventsQueued = true;
-    } catch (error) {
-      if (this.#db.inTransaction) this.#deletePlant.run(owner, plant.id);
-      throw error;
-    }
-  }
-
-  /** The list cache is list-cache.ts's, around this store. */
-  cachedPage(): undefined {
-    return undefined;
-  }
-
-  async listPlants(query: ListQuery): Promise<PlantPage> {
-    this.assertReadable();
-    try {
-      return this.#pages.read(query);
-    } catch (error) {
-      throw storeError(error);
-    }
-  }
-
-  deletePlant(owner: string, id: bigint): Promise<boolean> {
-    return this.#writes.add(() => this.#deletePlant.run(owner, id).changes === 1);
-  }
-
-  async createToken(t: NewTokenRecord): Promise<TokenRecord> {
-    const row = await this.#writes.add(() =>
-      this.#insertToken.get(tokenValues(SQLITE, t, new Date())),
-    );
-    if (!row) throw new Error('token insert returned no row');
-    return tokenOf(SQLITE, row);
-  }
-
-  async findTokenByHash(hash: string): Promise<TokenRecord | null> {
-    this.assertReadable();
-    let row;
-    try {
-      row = this.#tokenByHash.get(hash);
-    } catch (error) {
-      throw storeError(error);
-    }
-    return row ? tokenOf(SQLITE, row) : null;
-  }
-
-  async listTokens(user?: string): Promise<TokenRecord[]> {
-    this.assertReadable();
-    let rows;
-    try {
-      rows = user === undefined ? this.#tokens.all() : this.#userTokens.all(user);
-    } catch (error) {
-      throw storeError(error);
-    }
-    return rows.map((row) => tokenOf(SQLITE, row));
-  }
-
-  revokeToken(id: number, user?: string): Promise<boolean> {
-    return this.#writes.add(() => {
-      const now = Date.now();
-      const revoked = (user === undefined ? this.#revokeToken.run(now, id) : this.#revokeUserToken.run(now, id, user)).changes === 1;
-      if (revoked) this.#webhooks.withdrawForToken(id, now); // its user's all-users endpoints may have lost their reach
-      return revoked;
-    });
-  }
-
-  async hit(key: string, windowMs: number): Promise<RateCount> {
-    return this.#rates.hit(key, windowMs);
-  }
-
-  #cursorKey: Buffer | undefined;
-
-  /** Once per handle, so the statement is prepared here rather than with the others. */
-  async cursorKey(): Promise<Buffer> {
-    if (this.#cursorKey === undefined) {
-      // One statement, whoever comes first: the no-op update makes RETURNING give the stored key.
-      const upsert = this.#db.prepare<[string, Buffer, number], { value: Buffer }>(
-        `INSERT INTO server_secrets (name, value, created_at) VALUES (?, ?, ?)
-         ON CONFLICT (name) DO UPDATE SET name = excluded.name RETURNING value`,
-      );
-      const run = () => upsert.get('cursor', randomBytes(32), Date.now())?.value;
-      let key: Buffer | undefined;
-      try {
-        key = run();
-      } catch (error) {
-        // The write lock, held for a moment by another connection (the checkpoint thread's FULL step, a
-        // CLI command): waited for in the write queue, as every write, rather than failing with 503.
-        if (!isBusy(error)) throw storeError(error);
-        key = await this.#writes.add(run);
-      }
-      if (key === undefined) throw new Error('the cursor key upsert returned no row');
-      this.#cursorKey = key;
-    }
-    return this.#cursorKey;
-  }
-
-  onEventsQueued(listener: () => void): void {
-    this.#eventsListener = listener;
-  }
-
-  createWebhook(endpoint: NewWebhookEndpoint, maxPerUser: number): Promise<WebhookEndpoint | 'limit'> {
-    return this.#writes.add(() => this.#webhooks.create(endpoint, maxPerUser, Date.now()));
-  }
-
-  async listWebhooks(user: string | null): Promise<WebhookEndpoint[]> {
-    return this.#read(() => this.#webhooks.list(user, Date.now()));
-  }
-
-  deleteWebhook(id: string, user: string | null): Promise<boolean> {
-    return this.#writes.add(() => this.#webhooks.delete(id, user));
-  }
-
-  async listDeliveryAttempts(endpointId: string, user: string | null, limit: number): Promise<DeliveryAttempt[] | null> {
-    return this.#read(() => this.#webhooks.attempts(endpointId, user, limit));
-  }
-
-  /** Server start only (see SqliteWebhooks.releaseOrphans): a crash's claims are due again at once. */
-  async releaseOrphanedClaims(): Promise<void> {
-    // A store that cannot be written now (said already by the probe) keeps them until their lease ends.
-    const released = await this.#writes.add(() => this.#webhooks.releaseOrphans(Date.now()), NOT_DURABLE).catch(() => 0);
-    if (released > 0) this.#file.logger?.info({ events: released }, 'webhook events claimed before the last stop are due again');
-  }
-
-  claimDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]> {
-    return this.#writes.add(() => this.#webhooks.claim(request, Date.now()), NOT_DURABLE);
-  }
-
-  async recordAttempts(instance: string, results: readonly AttemptResult[]): Promise<void> {
-    if (results.length === 0) return;
-    await this.#writes.add(() => this.#webhooks.record(instance, results, Date.now()), NOT_DURABLE);
-  }
-
-  async releaseDeliveries(instance: string, deliveries: readonly ClaimedDelivery[]): Promise<void> {
-    if (deliveries.length === 0) return;
-    await this.#writes.add(() => this.#webhooks.release(instance, deliveries, Date.now()), NOT_DURABLE);
-  }
-
-  sweepWebhooks(before: Date): Promise<number> {
-    return this.#writes.add(() => this.#webhooks.sweep(before.getTime(), Date.now()), NOT_DURABLE);
-  }
-
-  /** Prepared on first use: only a server with metrics on asks. */
-  #backlog: Database.Statement<[number], BacklogRow> | undefined;
-
-  async webhookBacklog(cap: number): Promise<WebhookBacklog> {
-    return this.#read(() => backlogOf(SQLITE, (this.#backlog ??= this.#db.prepare(SQL.webhookBacklog)).get(cap), cap));
-  }
-
-  /** A read outside the write queue: refused while the store is unavailable, SQLite's failures as store errors. */
-  #read<T>(read: () => T): T {
-    this.assertReadable();
-    try {
-      return read();
-    } catch (error) {
-      throw storeError(error);
-    }
-  }
-
-  /** Ready: the file is still the store's, it can be read, and (after a failed write) written. */
-  async ping(): Promise<void> {
-    this.assertReadable();
-    const unwritable = this.#unwritable;
-    if (unwritable) {
-      // Nothing else would find out that the disk was fixed: an unready server gets no writes to try.
-      if (performance.now() - unwritable.probedAt < PROBE_INTERVAL_MS) throw new StoreUnavailableError(unwritable.error);
-      unwritable.probedAt = performance.now();
-      try {
-        this.#probe();
-      } catch (error) {
-        if (isUnwritable(error)) this.#cannotWrite(error);
-        throw storeError(error);
-      }
-      this.#canWrite();
-    }
-    try {
-      this.#db.pragma('schema_version', { simple: true });
-    } catch (error) {
-      throw storeError(error);
-    }
+  /** Server start only: a crash's claims are due again at once. */
+  releaseOrphanedClaims(): Promise<void> {
+    return releaseOrphanedClaims(this.#writes, this.#webhooks, this.#state);
   }
 
   /** For `plantstore export` and `import`, on a handle used for nothing else meanwhile. */
@@ -524,7 +257,7 @@ class SqliteStore implements CacheableStore, TransferableStore {
     if (!this.#db.open) return;
     this.#stopWatch?.();
     this.#writes.close();
-    this.#unavailable = new Error('the store is closed');
+    this.#state.closed();
     // Waited for: nothing of this store runs after close, which releases the server lock next.
     await this.#checkpointer?.close();
     this.#db.close();

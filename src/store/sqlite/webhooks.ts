@@ -1,61 +1,17 @@
 import type Database from './driver.js';
 import type { NewPlant } from '../../domain/plant.js';
-import { claimedOf, type ClaimRow } from '../sql/statements.js';
-import { listedAllUsers, receives, withdrawEvents } from '../sql/all-users.js';
+import { receives, withdrawEvents } from '../sql/all-users.js';
 import { SQLITE_DUE } from '../sql/claim.js';
+import type { Dialect } from '../sql/statements.js';
+import { eventIdSql } from '../sql/wire.js';
+import {
+  attemptOf, claimedOf, deleteEndpointAttempts, deleteEndpointDeliveries, endpointColumns, endpointOf, GONE_REASON, perEndpoint,
+  stateAfter, type AttemptRow, type ClaimRow, type EndpointRow,
+} from '../sql/webhooks.js';
 import {
   webhookBody,
-  type AttemptResult, type ClaimedDelivery, type ClaimRequest, type DeliveryAttempt, type DeliveryState,
-  type NewWebhookEndpoint, type WebhookEndpoint,
+  type AttemptResult, type ClaimedDelivery, type ClaimRequest, type DeliveryAttempt, type NewWebhookEndpoint, type WebhookEndpoint,
 } from '../../domain/webhook.js';
-
-/** Why an endpoint was disabled when its receiver answered 410 (the same text on every backend). */
-export const GONE_REASON = 'the receiver answered 410 Gone';
-
-/** The event's state after an attempt with this outcome (as webhook_attempts.state records it). */
-function stateAfter(outcome: AttemptResult['outcome']): DeliveryState {
-  return outcome === 'delivered' ? 'delivered' : outcome === 'retry' ? 'pending' : 'failed';
-}
-
-interface EndpointRow {
-  readonly id: string;
-  readonly username: string;
-  readonly all_users: number;
-  readonly url: string;
-  readonly description: string | null;
-  readonly created_at: number;
-  readonly disabled_at: number | null;
-  readonly disabled_reason: string | null;
-}
-
-/** Never the secret: only claims need it. all_users as listed: while the endpoint receives every user's plants. */
-const ENDPOINT_COLUMNS = `id, username, ${listedAllUsers('sqlite', 'webhook_endpoints', '@now')}, url, description, created_at, disabled_at,
-  disabled_reason`;
-
-function endpointOf(row: EndpointRow): WebhookEndpoint {
-  return {
-    id: row.id,
-    user: row.username,
-    allUsers: row.all_users === 1,
-    url: row.url,
-    description: row.description,
-    createdAt: new Date(row.created_at),
-    disabledAt: row.disabled_at === null ? null : new Date(row.disabled_at),
-    disabledReason: row.disabled_reason,
-  };
-}
-
-/** plant_id is read as text: an int64 past 2^53 would lose digits as a JS number. */
-interface AttemptRow {
-  readonly event_id: string;
-  readonly plant_id: string;
-  readonly attempt: number;
-  readonly status: number | null;
-  readonly error: string | null;
-  readonly at: number;
-  readonly state: DeliveryState;
-  readonly next_attempt_at: number | null;
-}
 
 /** A due event as the claim reads it, with its attempts so far. */
 interface DueRow extends ClaimRow {
@@ -68,6 +24,7 @@ interface DueRow extends ClaimRow {
  * a transaction the store's write queue began (writes) or outside any (reads); none waits for a lock.
  */
 export class SqliteWebhooks {
+  readonly #d: Dialect;
   readonly #receives: Database.Statement<[string], number>;
   readonly #queue: Database.Statement<[{ now: number; id: bigint; owner: string; body: string }]>;
   readonly #countUser: Database.Statement<[string], number>;
@@ -92,10 +49,12 @@ export class SqliteWebhooks {
   readonly #withdrawUser: Database.Statement<[{ now: number; token: number }]>;
   readonly #withdrawAll: Database.Statement<[{ now: number }]>;
 
-  constructor(db: Database.Database) {
+  constructor(db: Database.Database, d: Dialect) {
+    this.#d = d;
+    const columns = endpointColumns(d, '@now');
     // The outbox, on the create's hot path. Most stores have no endpoint for most owners: a lookup of a
-    // receiving endpoint first costs a tenth of the insert-select and saves making the body (measured:
-    // about 0.1 µs against 1.8 µs per create). The event id is made by SQLite, one per endpoint.
+    // receiving endpoint first costs a small part of the insert-select and saves making the body. The
+    // event id is made by SQLite, one per endpoint (EVENT_ID, sql/wire.ts).
     this.#receives = db.prepare<[string], number>(
       'SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL AND (all_users = 1 OR username = ?) LIMIT 1',
     ).pluck();
@@ -103,22 +62,21 @@ export class SqliteWebhooks {
     // hidden from a caller that is not admin).
     this.#queue = db.prepare(
       `INSERT INTO webhook_deliveries (event_id, endpoint_id, plant_id, owner, body, state, attempts, next_attempt_at, created_at)
-       SELECT 'msg_' || printf('%012x', @now) || lower(hex(randomblob(10))), e.id, @id, @owner, @body, 'pending', 0, @now, @now
+       SELECT ${eventIdSql('sqlite', '@now')}, e.id, @id, @owner, @body, 'pending', 0, @now, @now
        FROM webhook_endpoints e WHERE e.disabled_at IS NULL AND ${receives('sqlite', '@owner', '@now')}`,
     );
     this.#countUser = db.prepare<[string], number>('SELECT count(*) FROM webhook_endpoints WHERE username = ?').pluck();
     this.#insert = db.prepare(
       `INSERT INTO webhook_endpoints (id, username, all_users, url, description, secret, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING ${ENDPOINT_COLUMNS}`,
+       VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING ${columns}`,
     );
     // rowid: creation order even within one millisecond.
-    this.#listAll = db.prepare(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY rowid`);
-    this.#listUser = db.prepare(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE username = ? ORDER BY rowid`);
+    this.#listAll = db.prepare(`SELECT ${columns} FROM webhook_endpoints ORDER BY rowid`);
+    this.#listUser = db.prepare(`SELECT ${columns} FROM webhook_endpoints WHERE username = ? ORDER BY rowid`);
     this.#find = db.prepare('SELECT id, all_users FROM webhook_endpoints WHERE id = @id AND (@user IS NULL OR username = @user)');
     this.#deleteEndpoint = db.prepare('DELETE FROM webhook_endpoints WHERE id = ?');
-    // Its queued events (through webhook_deliveries_due); finished ones go with the retention sweep.
-    this.#deleteDeliveries = db.prepare("DELETE FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'pending'");
-    this.#deleteAttempts = db.prepare('DELETE FROM webhook_attempts WHERE endpoint_id = ?');
+    this.#deleteDeliveries = db.prepare(deleteEndpointDeliveries(d));
+    this.#deleteAttempts = db.prepare(deleteEndpointAttempts(d));
     this.#attempts = db.prepare(
       `SELECT event_id, CAST(plant_id AS TEXT) AS plant_id, attempt, status, error, at, state, next_attempt_at
        FROM webhook_attempts WHERE endpoint_id = @id AND (@owner IS NULL OR owner = @owner) ORDER BY seq DESC LIMIT @limit`,
@@ -169,11 +127,11 @@ export class SqliteWebhooks {
       endpoint.id, endpoint.user, endpoint.allUsers ? 1 : 0, endpoint.url, endpoint.description, endpoint.secret, now, { now },
     );
     if (!row) throw new Error('webhook insert returned no row');
-    return endpointOf(row);
+    return endpointOf(this.#d, row);
   }
 
   list(user: string | null, now: number): WebhookEndpoint[] {
-    return (user === null ? this.#listAll.all({ now }) : this.#listUser.all(user, { now })).map(endpointOf);
+    return (user === null ? this.#listAll.all({ now }) : this.#listUser.all(user, { now })).map((row) => endpointOf(this.#d, row));
   }
 
   delete(id: string, user: string | null): boolean {
@@ -192,23 +150,12 @@ export class SqliteWebhooks {
     const found = this.#find.get({ id: endpointId, user });
     if (!found) return null;
     const owner = user !== null && found.all_users === 1 ? user : null;
-    return this.#attempts.all({ id: endpointId, owner, limit }).map((r) => ({
-      eventId: r.event_id,
-      plantId: BigInt(r.plant_id),
-      attempt: r.attempt,
-      status: r.status,
-      error: r.error,
-      at: new Date(r.at),
-      state: r.state,
-      nextAttemptAt: r.state === 'pending' && r.next_attempt_at !== null ? new Date(r.next_attempt_at) : null,
-    }));
+    return this.#attempts.all({ id: endpointId, owner, limit }).map((row) => attemptOf(this.#d, row));
   }
 
   claim(request: ClaimRequest, now: number): ClaimedDelivery[] {
     if (request.limit <= 0 || request.perEndpoint <= 0) return [];
-    // No endpoint gets more than the whole claim: a longer range per endpoint is read for nothing.
-    const perEndpoint = Math.min(request.perEndpoint, request.limit);
-    const due = this.#due.all({ now, busy: JSON.stringify(request.busy), perEndpoint, limit: request.limit });
+    const due = this.#due.all({ now, busy: JSON.stringify(request.busy), perEndpoint: perEndpoint(request), limit: request.limit });
     const leaseEnd = now + request.leaseMs;
     return due.map((r) => {
       this.#lease.run(leaseEnd, request.instance, r.seq);

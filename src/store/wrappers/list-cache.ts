@@ -1,12 +1,11 @@
 import type { NewPlant, Plant } from '../../domain/plant.js';
 import { PageCache } from './page-cache.js';
-import type {
-  AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, NewWebhookEndpoint, WebhookEndpoint,
-} from '../../domain/webhook.js';
-import type {
-  CacheableStore, CreateOutcome, ListQuery, NewTokenRecord, PlantPage, RateCount, Store, StoreObserver, TokenRecord,
-  WebhookBacklog,
+import {
+  assertReadable,
+  type CacheablePlants, type CacheableStore, type CreateOutcome, type ListQuery, type PlantPage, type PlantStore, type Store,
+  type StoreObserver,
 } from '../store.js';
+import { withFacets } from './facets.js';
 
 /**
  * A page the cache keeps, with its JSON text made on first need and kept with it: a cached list is then
@@ -30,35 +29,31 @@ class CachedPage implements PlantPage {
 }
 
 /**
- * The list cache as a store: every method goes to `inner`, and lists are served from a PageCache that
- * this wrapper alone fills and invalidates. Correct only where this handle is the only writer of plants
- * (store/open.ts decides: a SQLite server, which holds the one-server lock). It needs nothing else of the
- * backend: a page is stamped before the read starts, and a write is recorded after its commit (or
- * failure), so a page read before a write, whenever it is cached, is never served after that write; while
- * the write is under way (it may be committed and visible to reads before it is answered), its owner's
- * pages are not served at all.
+ * The list cache as a plants facet: lists are served from a PageCache that this wrapper alone fills and
+ * invalidates, everything else goes to `inner`. Correct only where this handle is the only writer of
+ * plants (store/open.ts decides: a SQLite server, which holds the one-server lock). It needs nothing else
+ * of the backend but its check that reads may be served now: a page is stamped before the read starts,
+ * and a write is recorded after its commit (or failure), so a page read before a write, whenever it is
+ * cached, is never served after that write; while the write is under way (it may be committed and
+ * visible to reads before it is answered), its owner's pages are not served at all.
  */
-class ListCachingStore implements Store {
-  readonly #inner: CacheableStore;
+class ListCachingPlants implements PlantStore {
+  readonly #inner: CacheablePlants;
   readonly #cache: PageCache;
 
-  constructor(inner: CacheableStore, cache: PageCache) {
+  constructor(inner: CacheablePlants, cache: PageCache) {
     this.#inner = inner;
     this.#cache = cache;
   }
 
-  get backend(): string {
-    return this.#inner.backend;
-  }
-
   cachedPage(query: ListQuery): PlantPage | undefined {
     // Refused by the store (its file lost, or closed): refused here too, cached or not.
-    this.#inner.assertReadable();
+    this.#inner[assertReadable]();
     return this.#cache.get(this.#cache.key(query), false);
   }
 
   async listPlants(query: ListQuery): Promise<PlantPage> {
-    this.#inner.assertReadable();
+    this.#inner[assertReadable]();
     const key = this.#cache.key(query);
     const cached = this.#cache.get(key);
     if (cached) return cached;
@@ -85,84 +80,12 @@ class ListCachingStore implements Store {
       this.#cache.end(owner);
     });
   }
-
-  createToken(token: NewTokenRecord): Promise<TokenRecord> {
-    return this.#inner.createToken(token);
-  }
-
-  findTokenByHash(hash: string): Promise<TokenRecord | null> {
-    return this.#inner.findTokenByHash(hash);
-  }
-
-  listTokens(user?: string): Promise<TokenRecord[]> {
-    return this.#inner.listTokens(user);
-  }
-
-  revokeToken(id: number, user?: string): Promise<boolean> {
-    return this.#inner.revokeToken(id, user);
-  }
-
-  hit(key: string, windowMs: number): Promise<RateCount> {
-    return this.#inner.hit(key, windowMs);
-  }
-
-  cursorKey(): Promise<Buffer> {
-    return this.#inner.cursorKey();
-  }
-
-  onEventsQueued(listener: () => void): void {
-    this.#inner.onEventsQueued(listener);
-  }
-
-  createWebhook(endpoint: NewWebhookEndpoint, maxPerUser: number): Promise<WebhookEndpoint | 'limit'> {
-    return this.#inner.createWebhook(endpoint, maxPerUser);
-  }
-
-  listWebhooks(user: string | null): Promise<WebhookEndpoint[]> {
-    return this.#inner.listWebhooks(user);
-  }
-
-  deleteWebhook(id: string, user: string | null): Promise<boolean> {
-    return this.#inner.deleteWebhook(id, user);
-  }
-
-  listDeliveryAttempts(endpointId: string, user: string | null, limit: number): Promise<DeliveryAttempt[] | null> {
-    return this.#inner.listDeliveryAttempts(endpointId, user, limit);
-  }
-
-  claimDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]> {
-    return this.#inner.claimDeliveries(request);
-  }
-
-  recordAttempts(instance: string, results: readonly AttemptResult[]): Promise<void> {
-    return this.#inner.recordAttempts(instance, results);
-  }
-
-  releaseDeliveries(instance: string, deliveries: readonly ClaimedDelivery[]): Promise<void> {
-    return this.#inner.releaseDeliveries(instance, deliveries);
-  }
-
-  sweepWebhooks(before: Date): Promise<number> {
-    return this.#inner.sweepWebhooks(before);
-  }
-
-  webhookBacklog(cap: number): Promise<WebhookBacklog> {
-    return this.#inner.webhookBacklog(cap);
-  }
-
-  ping(): Promise<void> {
-    return this.#inner.ping();
-  }
-
-  close(): Promise<void> {
-    this.#cache.clear();
-    return this.#inner.close();
-  }
 }
 
 /**
  * `store` with its lists cached, at most `maxPlants` plants (and their bytes: see PageCache); 0 is no cache.
- * An `observer` reads the cache's counters at scrape time.
+ * Only the plants facet is replaced; the rest of the store is its own. An `observer` reads the cache's
+ * counters at scrape time.
  */
 export function cacheLists(store: CacheableStore, maxPlants: number, observer?: StoreObserver): Store {
   if (maxPlants <= 0) return store;
@@ -171,5 +94,8 @@ export function cacheLists(store: CacheableStore, maxPlants: number, observer?: 
     const { hits, misses, entries, slots, bytes, maxBytes } = cache.usage;
     return { hits, misses, entries, plants: slots, bytes, maxBytes };
   });
-  return new ListCachingStore(store, cache);
+  return withFacets(store, { plants: new ListCachingPlants(store.plants, cache) }, () => {
+    cache.clear();
+    return store.close();
+  });
 }

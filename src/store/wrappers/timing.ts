@@ -1,61 +1,67 @@
-import type { ListQuery, PlantPage, Store } from '../store.js';
+import { FACETS, type ListQuery, type PlantPage, type Store } from '../store.js';
+import { methodsOf, withFacets } from './facets.js';
 
 /** Where durations go (metrics/histogram.ts's HotHistogram): one series per operation and backend. */
 export interface DurationSink {
   series(labels: Readonly<Record<'operation' | 'backend', string>>): { observe(seconds: number): void };
 }
 
-type StoreMethod = Exclude<keyof Store, 'backend'>;
+type Method = (...args: unknown[]) => unknown;
 
 /**
- * Which operations are timed as promises. Exhaustive by construction (a Store method added without a line here fails
- * to compile): registering the dispatcher's listener and closing are not operations anyone waits on.
- */
-const TIMED: Record<StoreMethod, boolean> = {
-  createPlant: true, listPlants: true, cachedPage: false, deletePlant: true, createToken: true, findTokenByHash: true,
-  listTokens: true, revokeToken: true, hit: true, cursorKey: true, createWebhook: true, listWebhooks: true,
-  deleteWebhook: true, listDeliveryAttempts: true, claimDeliveries: true, recordAttempts: true,
-  releaseDeliveries: true, sweepWebhooks: true, webhookBacklog: true, ping: true,
-  onEventsQueued: false, close: false,
-};
-
-/**
- * `store` with the duration of each operation observed in `histogram` (labels operation, backend),
- * success or failure alike, and a page the list cache answers at once (`cachedPage`) as a listPlants.
- * Applied by server.ts only when metrics are on: without them nothing wraps the store. Per call: two
- * clock reads, one closure, one promise reaction and a bucket search (its series is made once per
- * operation); the caller gets the store's own promise.
+ * `store` with the duration of each operation observed in `histogram` (labels operation, the method's
+ * name, and backend), success or failure alike, and a page the list cache answers at once
+ * (`cachedPage`) as a listPlants. Every promise-returning method of every facet is an operation, found
+ * by going through the facet (wrappers/facets.ts): a method added to a facet is timed without an edit
+ * here. Applied by server.ts only when metrics are on: without them nothing wraps the store. Per call:
+ * two clock reads, one closure, one promise reaction and a bucket search (its series is made once per
+ * operation, when the store is wrapped); the caller gets the store's own promise.
  */
 export function measureStore(store: Store, histogram: DurationSink): Store {
   const backend = store.backend;
-  // Built by name, as LateStore's handle is (http/plugins/readiness.ts): every member of Store is set below.
-  const measured: Record<string, unknown> = { backend };
-  const methods = store as unknown as Record<StoreMethod, (...args: unknown[]) => unknown>;
-  for (const [name, timed] of Object.entries(TIMED) as [StoreMethod, boolean][]) {
-    const method = methods[name].bind(store);
-    if (!timed) {
-      measured[name] = method;
-      continue;
+  const facets: Record<string, unknown> = {};
+  for (const name of FACETS) {
+    const facet = store[name];
+    const measured: Record<string, unknown> = {};
+    for (const [operation, unbound] of methodsOf(facet)) {
+      const method = (unbound as Method).bind(facet);
+      if (operation === 'cachedPage') {
+        measured[operation] = cachedPage(method as (query: ListQuery) => PlantPage | undefined, histogram, backend);
+      } else if (operation === 'onEventsQueued') {
+        // Registering the dispatcher's listener is not an operation anyone waits on.
+        measured[operation] = method;
+      } else {
+        measured[operation] = timed(method, histogram.series({ operation, backend }));
+      }
     }
-    const series = histogram.series({ operation: name, backend });
-    measured[name] = (...args: unknown[]): unknown => {
-      const start = performance.now();
-      const result = method(...args) as Promise<unknown>;
-      const end = (): void => series.observe((performance.now() - start) / 1000);
-      // A second reaction, not a wrapper: the caller's promise (and its rejection) is the store's own.
-      result.then(end, end);
-      return result;
-    };
+    facets[name] = measured;
   }
-  // A list the list cache answers at once is still a list the store answered: timed as listPlants, as
-  // when every list went through listPlants (a miss is not: listPlants follows, and is timed itself).
-  const lists = histogram.series({ operation: 'listPlants', backend });
-  const cachedPage = store.cachedPage.bind(store);
-  measured.cachedPage = (query: ListQuery): PlantPage | undefined => {
+  return withFacets(store, facets as Partial<Store>);
+}
+
+function timed(method: Method, series: { observe(seconds: number): void }): Method {
+  return (...args: unknown[]): unknown => {
     const start = performance.now();
-    const page = cachedPage(query);
+    const result = method(...args) as Promise<unknown>;
+    const end = (): void => series.observe((performance.now() - start) / 1000);
+    // A second reaction, not a wrapper: the caller's promise (and its rejection) is the store's own.
+    result.then(end, end);
+    return result;
+  };
+}
+
+/**
+ * A list the list cache answers at once is still a list the store answered: timed as listPlants, as
+ * when every list went through listPlants (a miss is not: listPlants follows, and is timed itself).
+ */
+function cachedPage(
+  method: (query: ListQuery) => PlantPage | undefined, histogram: DurationSink, backend: string,
+): (query: ListQuery) => PlantPage | undefined {
+  const lists = histogram.series({ operation: 'listPlants', backend });
+  return (query) => {
+    const start = performance.now();
+    const page = method(query);
     if (page !== undefined) lists.observe((performance.now() - start) / 1000);
     return page;
   };
-  return measured as unknown as Store;
 }

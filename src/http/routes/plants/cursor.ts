@@ -128,7 +128,7 @@ export class PageCursors {
   }
 
   async #load(): Promise<CursorCodec> {
-    return (this.#codec ??= new CursorCodec(await this.#store.cursorKey()));
+    return (this.#codec ??= new CursorCodec(await this.#store.secrets.cursorKey()));
   }
 
   /** The position to continue after; 400 40003 for anything not sealed for this listing. */

@@ -101,7 +101,7 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ store: Store; auth: AuthSt
       // 1000, while 2.00000000000000001 was refused though its nearest double is an integer.
       const { id } = body;
       const plant = body.tag === undefined ? { id, name: body.name } : { id, name: body.name, tag: body.tag };
-      if ((await store.createPlant(request.principal.user, plant)) === 'conflict') {
+      if ((await store.plants.createPlant(request.principal.user, plant)) === 'conflict') {
         throw new ApiError(ERRORS.idConflict, `${ERRORS.idConflict.message}: ${id}`);
       }
       return plantOf(plant);
@@ -140,7 +140,7 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ store: Store; auth: AuthSt
       const after = cursor === undefined ? undefined : cursors.openNow(cursor, { owner, tag });
       if (cursor !== undefined && after === undefined) return listFromStore(reply, { owner, tag, cursor, limit });
       const listing = { owner, tag, after, limit };
-      const page = store.cachedPage(listing);
+      const page = store.plants.cachedPage(listing);
       const next = page === undefined || page.next === null ? null : cursors.known(page, listing);
       if (page === undefined || next === undefined) return listFromStore(reply, listing, page);
       return answer(reply, listing, page, next);
@@ -156,7 +156,7 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ store: Store; auth: AuthSt
   ): Promise<Plant[]> {
     const { owner, tag, limit } = listing;
     const opened = 'cursor' in listing ? { owner, tag, after: await cursors.open(listing.cursor, { owner, tag }), limit } : listing;
-    const page = cached ?? (await store.listPlants(opened));
+    const page = cached ?? (await store.plants.listPlants(opened));
     return answer(reply, opened, page, page.next === null ? null : (cursors.known(page, opened) ?? (await cursors.seal(page, opened))));
   }
 
@@ -179,7 +179,7 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ store: Store; auth: AuthSt
     },
     async (request, reply) => {
       const { id } = request.params;
-      if (!(await store.deletePlant(request.principal.user, id))) throw new ApiError(ERRORS.plantNotFound);
+      if (!(await store.plants.deletePlant(request.principal.user, id))) throw new ApiError(ERRORS.plantNotFound);
       return reply.code(204).send(null);
     },
   );

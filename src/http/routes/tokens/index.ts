@@ -137,7 +137,7 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<TokenRoutesOptions> = async 
     },
     async (request) => {
       const now = Date.now();
-      return (await store.listTokens(ownerOf(request.principal))).map((record) => tokenView(record, now));
+      return (await store.tokens.listTokens(ownerOf(request.principal))).map((record) => tokenView(record, now));
     },
   );
 
@@ -165,7 +165,7 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<TokenRoutesOptions> = async 
       // Exactly, or not at all: an id past 2^53 - 1 would round to another token's.
       const id = parseTokenId(request.params.id);
       // One statement checks the owner and revokes: unknown, another user's and already revoked are alike.
-      if (id === null || !(await store.revokeToken(id, ownerOf(request.principal)))) {
+      if (id === null || !(await store.tokens.revokeToken(id, ownerOf(request.principal)))) {
         throw new ApiError(ERRORS.tokenNotFound);
       }
       return reply.code(204).send(null);

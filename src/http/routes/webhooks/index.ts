@@ -116,7 +116,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
         },
       },
     },
-    async (request) => (await store.listWebhooks(ownerOf(request.principal))).map(webhookView),
+    async (request) => (await store.webhooks.listWebhooks(ownerOf(request.principal))).map(webhookView),
   );
 
   app.delete(
@@ -140,7 +140,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
     },
     async (request, reply) => {
       const { id } = request.params;
-      if (!ENDPOINT_ID.test(id) || !(await store.deleteWebhook(id, ownerOf(request.principal)))) throw new ApiError(ERRORS.webhookNotFound);
+      if (!ENDPOINT_ID.test(id) || !(await store.webhooks.deleteWebhook(id, ownerOf(request.principal)))) throw new ApiError(ERRORS.webhookNotFound);
       endpointDeleted(id);
       return reply.code(204).send(null);
     },
@@ -170,7 +170,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
       const { id } = request.params;
       // ajv has filled in the default; the type cannot know it.
       const { limit = DELIVERIES_DEFAULT } = request.query;
-      const attempts = ENDPOINT_ID.test(id) ? await store.listDeliveryAttempts(id, ownerOf(request.principal), limit) : null;
+      const attempts = ENDPOINT_ID.test(id) ? await store.webhooks.listDeliveryAttempts(id, ownerOf(request.principal), limit) : null;
       if (attempts === null) throw new ApiError(ERRORS.webhookNotFound);
       return attempts.map(deliveryView);
     },

@@ -1,0 +1,104 @@
+import type {
+  AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, NewWebhookEndpoint, WebhookEndpoint,
+} from '../../domain/webhook.js';
+import type Database from './driver.js';
+import type { WriteQueue } from './queue.js';
+import type { FileState } from './state.js';
+import type { SqliteWebhooks } from './webhooks.js';
+import { backlogOf, type BacklogRow, type Dialect } from '../sql/statements.js';
+import type { OutboxStore, WebhookBacklog, WebhookStore } from '../store.js';
+
+/** Webhook bookkeeping: losing it to a power cut only repeats a delivery (see WriteQueue.add). */
+const NOT_DURABLE = { durable: false } as const;
+
+/** The webhooks facet on SQLite: writes in the write queue, reads at once. */
+export class SqliteWebhookStore implements WebhookStore {
+  readonly #state: FileState;
+  readonly #writes: WriteQueue;
+  readonly #webhooks: SqliteWebhooks;
+
+  constructor(state: FileState, writes: WriteQueue, webhooks: SqliteWebhooks) {
+    this.#state = state;
+    this.#writes = writes;
+    this.#webhooks = webhooks;
+  }
+
+  createWebhook(endpoint: NewWebhookEndpoint, maxPerUser: number): Promise<WebhookEndpoint | 'limit'> {
+    return this.#writes.add(() => this.#webhooks.create(endpoint, maxPerUser, Date.now()));
+  }
+
+  async listWebhooks(user: string | null): Promise<WebhookEndpoint[]> {
+    return this.#state.read(() => this.#webhooks.list(user, Date.now()));
+  }
+
+  deleteWebhook(id: string, user: string | null): Promise<boolean> {
+    return this.#writes.add(() => this.#webhooks.delete(id, user));
+  }
+
+  async listDeliveryAttempts(endpointId: string, user: string | null, limit: number): Promise<DeliveryAttempt[] | null> {
+    return this.#state.read(() => this.#webhooks.attempts(endpointId, user, limit));
+  }
+}
+
+/** Who is told after a batch that queued webhook events is committed and synced (see OutboxStore.onEventsQueued). */
+export interface OutboxListener {
+  listener: (() => void) | undefined;
+}
+
+/** The outbox on SQLite: one server per store claims, so no row locks; its bookkeeping is not durable. */
+export class SqliteOutbox implements OutboxStore {
+  readonly #db: Database.Database;
+  readonly #d: Dialect;
+  readonly #state: FileState;
+  readonly #writes: WriteQueue;
+  readonly #webhooks: SqliteWebhooks;
+  readonly #events: OutboxListener;
+  readonly #backlogText: string;
+  /** Prepared on first use: only a server with metrics on asks. */
+  #backlog: Database.Statement<[number], BacklogRow> | undefined;
+
+  constructor(
+    db: Database.Database, d: Dialect, state: FileState, writes: WriteQueue, webhooks: SqliteWebhooks, events: OutboxListener, backlog: string,
+  ) {
+    this.#db = db;
+    this.#d = d;
+    this.#state = state;
+    this.#writes = writes;
+    this.#webhooks = webhooks;
+    this.#events = events;
+    this.#backlogText = backlog;
+  }
+
+  onEventsQueued(listener: () => void): void {
+    this.#events.listener = listener;
+  }
+
+  claimDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]> {
+    return this.#writes.add(() => this.#webhooks.claim(request, Date.now()), NOT_DURABLE);
+  }
+
+  async recordAttempts(instance: string, results: readonly AttemptResult[]): Promise<void> {
+    if (results.length === 0) return;
+    await this.#writes.add(() => this.#webhooks.record(instance, results, Date.now()), NOT_DURABLE);
+  }
+
+  async releaseDeliveries(instance: string, deliveries: readonly ClaimedDelivery[]): Promise<void> {
+    if (deliveries.length === 0) return;
+    await this.#writes.add(() => this.#webhooks.release(instance, deliveries, Date.now()), NOT_DURABLE);
+  }
+
+  sweepWebhooks(before: Date): Promise<number> {
+    return this.#writes.add(() => this.#webhooks.sweep(before.getTime(), Date.now()), NOT_DURABLE);
+  }
+
+  async webhookBacklog(cap: number): Promise<WebhookBacklog> {
+    return this.#state.read(() => backlogOf(this.#d, (this.#backlog ??= this.#db.prepare(this.#backlogText)).get(cap), cap));
+  }
+}
+
+/** Server start only (see SqliteWebhooks.releaseOrphans): a crash's claims are due again at once. */
+export async function releaseOrphanedClaims(writes: WriteQueue, webhooks: SqliteWebhooks, state: FileState): Promise<void> {
+  // A store that cannot be written now (said already by the probe) keeps them until their lease ends.
+  const released = await writes.add(() => webhooks.releaseOrphans(Date.now()), NOT_DURABLE).catch(() => 0);
+  if (released > 0) state.file.logger?.info({ events: released }, 'webhook events claimed before the last stop are due again');
+}

@@ -2,12 +2,8 @@ import pg from 'pg';
 import { migrationName, type MigrationsApplied } from '../sql/migrations.js';
 import { migrationValues, pendingMigrations, statements, type Dialect } from '../sql/statements.js';
 import { SqlTokens } from '../sql/tokens.js';
-import {
-  NoStoreError,
-  type CounterStore, type HealthStore, type OutboxStore, type PlantStore, type SecretStore, type StoreObserver, type TokenStore,
-  type WebhookStore,
-} from '../store.js';
-import type { StoreTransfer, TransferableStore } from '../transfer.js';
+import { NoStoreError, type StoreObserver } from '../store.js';
+import type { TransferableStore } from '../transfer.js';
 import { PostgresCounters } from './counters.js';
 import { ListReads } from './lists.js';
 import { EventsListener, PostgresOutbox } from './outbox.js';
@@ -90,7 +86,7 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Trans
     throw error;
   }
   options.observer?.pool(() => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: options.poolSize }));
-  return new PostgresStore(pool, options.observer);
+  return postgresStore(pool, options.observer);
 }
 
 /** Whether a migration was ever applied here: the migrations table exists on the search path. */
@@ -126,48 +122,32 @@ async function migrate(pool: pg.Pool): Promise<string[]> {
 }
 
 /** A PostgreSQL store: its facets over one pool, each in its own file. */
-class PostgresStore implements TransferableStore {
-  readonly backend = 'postgres';
-  readonly plants: PlantStore;
-  readonly tokens: TokenStore;
-  readonly counters: CounterStore;
-  readonly secrets: SecretStore;
-  readonly webhooks: WebhookStore;
-  readonly outbox: OutboxStore;
-  readonly health: HealthStore;
-  readonly #connections: Connections;
-  readonly #commits: GroupCommit;
-  readonly #lists: ListReads;
-
-  constructor(pool: pg.Pool, observer: StoreObserver | undefined) {
-    const connections = new Connections(pool);
-    const events = new EventsListener();
-    // Group commits and group reads under way: closing waits for them.
-    const inFlight = new Set<Promise<void>>();
-    this.#connections = connections;
-    this.#commits = new GroupCommit(connections, inFlight, observer, events.tell);
-    this.#lists = new ListReads(connections, inFlight);
-    this.plants = new PostgresPlants(this.#commits, this.#lists, connections, SQL.deletePlant);
-    this.tokens = new SqlTokens(POSTGRES, postgresTokenDriver(SQL, connections));
-    this.counters = new PostgresCounters(connections);
-    this.secrets = postgresSecrets(connections);
-    this.webhooks = new PostgresWebhooks(POSTGRES, connections);
-    this.outbox = new PostgresOutbox(POSTGRES, connections, events, SQL.webhookBacklog);
-    this.health = {
+function postgresStore(pool: pg.Pool, observer: StoreObserver | undefined): TransferableStore {
+  const connections = new Connections(pool);
+  const events = new EventsListener();
+  // Group commits and group reads under way: closing waits for them.
+  const inFlight = new Set<Promise<void>>();
+  const commits = new GroupCommit(connections, inFlight, observer, events.tell);
+  const lists = new ListReads(connections, inFlight);
+  return {
+    backend: 'postgres',
+    plants: new PostgresPlants(commits, lists, connections, SQL.deletePlant),
+    tokens: new SqlTokens(POSTGRES, postgresTokenDriver(SQL, connections)),
+    counters: new PostgresCounters(connections),
+    secrets: postgresSecrets(connections),
+    webhooks: new PostgresWebhooks(POSTGRES, connections),
+    outbox: new PostgresOutbox(POSTGRES, connections, events, SQL.webhookBacklog),
+    health: {
       ping: async () => {
         await connections.query('ping', 'SELECT 1', []);
       },
-    };
-  }
-
-  /** For `plantstore export` and `import`. */
-  transfer(): StoreTransfer {
-    return new PostgresTransfer(this.#connections.pool, POSTGRES);
-  }
-
-  async close(): Promise<void> {
-    this.#lists.flush();
-    await this.#commits.close();
-    if (!this.#connections.pool.ended) await this.#connections.pool.end();
-  }
+    },
+    /** For `plantstore export` and `import`. */
+    transfer: () => new PostgresTransfer(pool, POSTGRES),
+    close: async () => {
+      lists.flush();
+      await commits.close();
+      if (!pool.ended) await pool.end();
+    },
+  };
 }

@@ -1,14 +1,12 @@
 import type pg from 'pg';
 import type { Dialect } from '../sql/statements.js';
 import {
-  endpointInsertValues, endpointOfRow, eventInsertValues, snapshotOver, tokenInsertValues, tokenOfRow, transferStatements,
-  type EndpointExportRow, type TokenExportRow, type TransferStatements,
+  endpointInsertValues, endpointOfRow, eventInsertValues, eventsToInsert, snapshotOver, tokenInsertValues, tokenOfRow, transferStatements,
+  type EndpointExportRow, type StoredEventRow, type TokenExportRow, type TransferStatements,
 } from '../sql/transfer.js';
 import {
-  BatchTally, describeEndpoint, describeEvent, describePlant, describeToken, differingFields, ENDPOINT_FIELDS, EVENT_FIELDS,
-  PLANT_FIELDS, RollBack, TOKEN_FIELDS,
-  type BatchResult, type EndpointTransferRecord, type EventTransferRecord, type PlantRecord, type Snapshot, type StoreTransfer,
-  type TokenTransferRecord,
+  BatchTally, describeEndpoint, describePlant, describeToken, differingFields, ENDPOINT_FIELDS, PLANT_FIELDS, RollBack, TOKEN_FIELDS,
+  type BatchResult, type EndpointTransferRecord, type EventTransferRecord, type PlantRecord, type Snapshot, type StoreTransfer, type TokenTransferRecord,
 } from '../transfer.js';
 
 /**
@@ -168,26 +166,14 @@ export class PostgresTransfer implements StoreTransfer {
         'transfer_event_endpoints', 'SELECT id FROM webhook_endpoints WHERE id = ANY($1::text[])', [[...new Set(batch.map((e) => e.endpointId))]],
       )).map((r) => r.id));
       // No index finds an event by its id (none is needed to serve requests): one scan per batch.
-      const rows = await query<{ endpoint_id: string; event_id: string; plant_id: string; body: string }>(
+      const rows = await query<StoredEventRow>(
         'transfer_event_find',
         'SELECT endpoint_id, event_id, plant_id::text AS plant_id, body FROM webhook_deliveries WHERE event_id = ANY($1::text[])',
         [batch.map((e) => e.eventId)],
       );
-      const stored = new Map<string, { plantId: bigint; body: string }>(
-        rows.map((r) => [`${r.endpoint_id}\u0000${r.event_id}`, { plantId: BigInt(r.plant_id), body: r.body }]),
-      );
       const tally = new BatchTally(skipConflicts);
-      for (const e of batch) {
-        if (!endpoints.has(e.endpointId)) throw new Error(`${describeEvent(e)}: no such webhook endpoint in the file or the store`);
-        const key = `${e.endpointId}\u0000${e.eventId}`;
-        const found = stored.get(key);
-        if (found) {
-          tally.found(describeEvent(e), differingFields(e, { ...e, ...found }, EVENT_FIELDS));
-          continue;
-        }
+      for (const e of eventsToInsert(batch, endpoints, rows, tally)) {
         await query('transfer_event_insert', this.#S.insertEvent, eventInsertValues(this.#d, e));
-        stored.set(key, e);
-        tally.imported++;
       }
       return tally.result();
     });

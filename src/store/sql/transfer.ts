@@ -1,4 +1,5 @@
 import { isScope } from '../../domain/principal.js';
+import { describeEvent, differingFields, EVENT_FIELDS, type BatchTally } from '../transfer.js';
 import type { Dialect, TokenRow } from './statements.js';
 import type {
   EndpointTransferRecord, EventTransferRecord, PlantRecord, Snapshot, TokenTransferRecord,
@@ -211,4 +212,39 @@ export async function snapshotOver(d: Dialect, S: TransferStatements, query: Row
       query, 'transfer_events', S.eventsPage, (_, last) => [last?.seq ?? 0, n], (r) => eventOfRow(d, r, takenAt),
     ),
   };
+}
+
+/** An event already stored with one of the batch's event ids, as both backends read it (plant_id as text). */
+export interface StoredEventRow {
+  readonly endpoint_id: string;
+  readonly event_id: string;
+  readonly plant_id: string;
+  readonly body: string;
+}
+
+/**
+ * Of a batch of events, those to insert, in order: an event whose key (endpoint, event id) is stored, or
+ * came earlier in the batch, is counted in `tally` (unchanged, or a conflict) instead; each to insert is
+ * counted imported. Every event's endpoint must be among `endpoints` (those in the store).
+ */
+export function eventsToInsert(
+  batch: readonly EventTransferRecord[], endpoints: ReadonlySet<string>, rows: readonly StoredEventRow[], tally: BatchTally,
+): EventTransferRecord[] {
+  const stored = new Map<string, { plantId: bigint; body: string }>(
+    rows.map((r) => [`${r.endpoint_id}\u0000${r.event_id}`, { plantId: BigInt(r.plant_id), body: r.body }]),
+  );
+  const fresh: EventTransferRecord[] = [];
+  for (const e of batch) {
+    if (!endpoints.has(e.endpointId)) throw new Error(`${describeEvent(e)}: no such webhook endpoint in the file or the store`);
+    const key = `${e.endpointId}\u0000${e.eventId}`;
+    const found = stored.get(key);
+    if (found) {
+      tally.found(describeEvent(e), differingFields(e, { ...e, ...found }, EVENT_FIELDS));
+      continue;
+    }
+    fresh.push(e);
+    stored.set(key, e);
+    tally.imported++;
+  }
+  return fresh;
 }

@@ -1,7 +1,7 @@
 import { closeSync, existsSync, fsyncSync, linkSync, openSync, realpathSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import Database from './driver.js';
-import { named, openFailure } from './errors.js';
+import { errno, named, openFailure } from './errors.js';
 import { storeFileProblem } from './own-files.js';
 import { removeStaleTemporaries, temporaryPath } from './temporary-files.js';
 
@@ -17,10 +17,6 @@ export interface BackupResult {
   readonly plants: number;
   /** Temporary files that backups or exports killed before they could remove them had left beside `path`, now removed. */
   readonly removedTemporaries: readonly string[];
-}
-
-function errno(error: unknown): string | undefined {
-  return (error as NodeJS.ErrnoException | null)?.code;
 }
 
 /** The real path of the store at `path`, which must exist: a backup never creates a store. */

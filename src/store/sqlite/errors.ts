@@ -8,6 +8,11 @@ function sqliteCode(error: unknown): string {
   return typeof code === 'string' ? code : '';
 }
 
+/** A Node file-system error's code (ENOENT, EEXIST, …), if it has one. */
+export function errno(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException | null)?.code;
+}
+
 /** Another connection holds the lock this one needs; waiting may help. */
 export function isBusy(error: unknown): boolean {
   return /^SQLITE_(BUSY|LOCKED)/.test(sqliteCode(error));

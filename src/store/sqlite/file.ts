@@ -2,11 +2,7 @@ import { lstatSync, mkdirSync, readlinkSync, realpathSync, stat, statSync, type 
 import { basename, dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import Database, { sqliteDriver } from './driver.js';
-import { corruptStore, currentUser, isBusy, named, openFailure } from './errors.js';
-
-function errno(error: unknown): string | undefined {
-  return (error as NodeJS.ErrnoException | null)?.code;
-}
+import { corruptStore, currentUser, errno, isBusy, named, openFailure } from './errors.js';
 
 /**
  * Creates the store's directory and its missing parents. Not `mkdirSync(dir, { recursive: true })`:

@@ -1,14 +1,12 @@
 import type Database from './driver.js';
 import type { Dialect } from '../sql/statements.js';
 import {
-  endpointInsertValues, endpointOfRow, eventInsertValues, snapshotOver, tokenInsertValues, tokenOfRow, transferStatements,
-  type EndpointExportRow, type RowQuery, type TokenExportRow, type TransferStatements,
+  endpointInsertValues, endpointOfRow, eventInsertValues, eventsToInsert, snapshotOver, tokenInsertValues, tokenOfRow, transferStatements,
+  type EndpointExportRow, type RowQuery, type StoredEventRow, type TokenExportRow, type TransferStatements,
 } from '../sql/transfer.js';
 import {
-  BatchTally, describeEndpoint, describeEvent, describePlant, describeToken, differingFields, ENDPOINT_FIELDS, EVENT_FIELDS,
-  PLANT_FIELDS, RollBack, TOKEN_FIELDS,
-  type BatchResult, type EndpointTransferRecord, type EventTransferRecord, type PlantRecord, type Snapshot, type StoreTransfer,
-  type TokenTransferRecord,
+  BatchTally, describeEndpoint, describePlant, describeToken, differingFields, ENDPOINT_FIELDS, PLANT_FIELDS, RollBack, TOKEN_FIELDS,
+  type BatchResult, type EndpointTransferRecord, type EventTransferRecord, type PlantRecord, type Snapshot, type StoreTransfer, type TokenTransferRecord,
 } from '../transfer.js';
 
 /** Queues `run` on the store's write queue: one IMMEDIATE transaction, waiting for the lock on timers. */
@@ -130,25 +128,13 @@ export class SqliteTransfer implements StoreTransfer {
         .all(ids(batch.map((e) => e.endpointId))) as string[],
     );
     // No index finds an event by its id (none is needed to serve requests): one scan per batch.
-    const stored = new Map<string, { plantId: bigint; body: string }>();
     const rows = this.#prepare(
       `SELECT endpoint_id, event_id, CAST(plant_id AS TEXT) AS plant_id, body FROM webhook_deliveries
        WHERE event_id IN (SELECT value FROM json_each(?))`,
-    ).all(ids(batch.map((e) => e.eventId))) as Array<{ endpoint_id: string; event_id: string; plant_id: string; body: string }>;
-    for (const r of rows) stored.set(`${r.endpoint_id}\u0000${r.event_id}`, { plantId: BigInt(r.plant_id), body: r.body });
+    ).all(ids(batch.map((e) => e.eventId))) as StoredEventRow[];
     const tally = new BatchTally(skipConflicts);
-    for (const e of batch) {
-      if (!endpoints.has(e.endpointId)) throw new Error(`${describeEvent(e)}: no such webhook endpoint in the file or the store`);
-      const key = `${e.endpointId}\u0000${e.eventId}`;
-      const found = stored.get(key);
-      if (found) {
-        tally.found(describeEvent(e), differingFields(e, { ...e, ...found }, EVENT_FIELDS));
-        continue;
-      }
-      this.#prepare(this.#S.insertEvent).run(eventInsertValues(this.#d, e));
-      stored.set(key, e);
-      tally.imported++;
-    }
+    const insert = this.#prepare(this.#S.insertEvent);
+    for (const e of eventsToInsert(batch, endpoints, rows, tally)) insert.run(eventInsertValues(this.#d, e));
     return tally.result();
   }
 }

@@ -1,4 +1,4 @@
-import type { NewPlant, Plant } from '../../domain/plant.js';
+import { plantsJson, type NewPlant, type Plant } from '../../domain/plant.js';
 import { PageCache } from './page-cache.js';
 import {
   assertReadable,
@@ -9,9 +9,8 @@ import { withFacets } from './facets.js';
 
 /**
  * A page the cache keeps, with its JSON text made on first need and kept with it: a cached list is then
- * sent without serializing again. `JSON.stringify` of a Plant (name, then tag when present, both
- * strings) gives the same text as the route's response schema would (fast-json-stringify escapes
- * strings as JSON.stringify does, lone surrogates included); the shared list tests compare both paths.
+ * sent without serializing again. plantsJson writes the text the route's response schema would
+ * (domain/plant.ts); the shared list tests compare both paths.
  */
 class CachedPage implements PlantPage {
   readonly plants: readonly Plant[];
@@ -24,7 +23,7 @@ class CachedPage implements PlantPage {
   }
 
   get json(): string {
-    return (this.#json ??= JSON.stringify(this.plants));
+    return (this.#json ??= plantsJson(this.plants));
   }
 }
 

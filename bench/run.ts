@@ -12,18 +12,18 @@ import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { dbCpuSince, dbCpuSnapshot, findPostmaster } from './db-cpu.js';
+import { dbCpuSince, dbCpuSnapshot, findPostmaster } from './lib/db-cpu.js';
 import {
   collectPages, countPages, CREATE_SHARE, FIRST_PAGE_SHARE, MIX_FIRST_ID, MIX_IDS_PER_LOAD, MIX_PLANTS, MIX_USERS, mixOwnerOf, mixScript, mixUser,
   PAGE, seedMixPostgres, seedMixSqlite, TAG_SHARE, writeMixData,
-} from './mix.js';
+} from './lib/mix.js';
 import {
   BENCH_USER, dropPostgresSchema, registerWebhook, seedPostgres, seedSqlite, UNUSED_WEBHOOK_URL, USERS, WEBHOOK_OWNER, writeJsonServerDb,
-} from './seed.js';
+} from './lib/seed.js';
 import {
   freePort, peakRssMb, profilePlantstore, resetPeakRss, startBare, startJsonServer, startJwks, startPlantstore, startReceiver, type System,
-} from './systems.js';
-import { cpuMicros, ensureWrk, wrk } from './wrk.js';
+} from './lib/systems.js';
+import { cpuMicros, ensureWrk, wrk } from './lib/wrk.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -518,7 +518,7 @@ async function main(): Promise<void> {
     }
 
     if (sqliteSmall && (run('list') || run('jwt'))) {
-      // The same list with a JWT from an identity provider (bench/jwks-server.mjs), on a server that
+      // The same list with a JWT from an identity provider (bench/servers/jwks-server.mjs), on a server that
       // accepts both kinds of token: after the first request, a verified JWT costs a map lookup.
       const jwks = await start(startJwks(BENCH_USER, 'plantstore-bench'));
       const sqliteJwt = await featured('plantstore sqlite, JWT', `sqlite:${small}.jwt`, 'sqlite-jwt',

@@ -5,7 +5,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = (path: string) => fileURLToPath(new URL(`../${path}`, import.meta.url));
+const root = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 
 export interface System {
   readonly name: string;
@@ -85,14 +85,14 @@ export async function startPlantstore(
 
 export async function startBare(responses: object, forward?: string): Promise<System> {
   const env = { BARE_RESPONSES: JSON.stringify(responses), ...(forward === undefined ? {} : { BARE_FORWARD: forward }) };
-  const { child, match } = await spawnUntil('bare', [root('bench/bare-server.mjs')], env, /\{"port":(\d+)\}/);
+  const { child, match } = await spawnUntil('bare', [root('bench/servers/bare-server.mjs')], env, /\{"port":(\d+)\}/);
   const name = forward === undefined ? 'bare node:http' : 'bare node:http + 1 POST per create';
   return { name, url: `http://127.0.0.1:${match[1]}`, pid: child.pid as number, stop: stopper(child) };
 }
 
-/** The webhook receiver (bench/receiver.mjs): 200 to every delivery; `stats()` counts them. */
+/** The webhook receiver (bench/servers/receiver.mjs): 200 to every delivery; `stats()` counts them. */
 export async function startReceiver(): Promise<System & { stats(): Promise<{ received: number; unique: number }> }> {
-  const { child, match } = await spawnUntil('receiver', [root('bench/receiver.mjs')], {}, /\{"port":(\d+)\}/);
+  const { child, match } = await spawnUntil('receiver', [root('bench/servers/receiver.mjs')], {}, /\{"port":(\d+)\}/);
   const url = `http://127.0.0.1:${match[1]}`;
   return {
     name: 'webhook receiver', url, pid: child.pid as number, stop: stopper(child),
@@ -101,14 +101,14 @@ export async function startReceiver(): Promise<System & { stats(): Promise<{ rec
 }
 
 /**
- * The bench's identity provider (bench/jwks-server.mjs): a key set, and a JWT for `user` signed with its
+ * The bench's identity provider (bench/servers/jwks-server.mjs): a key set, and a JWT for `user` signed with its
  * key (scope plants:read); `more.users` get one each too (read and write), in `more.users`' order.
  */
 export async function startJwks(
   user: string, audience: string, more?: { users: readonly string[]; file: string },
 ): Promise<System & { jwksUrl: string; token: string; tokens: string[] }> {
   const env = { JWT_USER: user, JWT_AUDIENCE: audience, ...(more ? { JWT_USERS: more.users.join(','), JWT_TOKENS_FILE: more.file } : {}) };
-  const { child, match } = await spawnUntil('jwks', [root('bench/jwks-server.mjs')], env, /\{"port":(\d+),"token":"([^"]+)"\}/);
+  const { child, match } = await spawnUntil('jwks', [root('bench/servers/jwks-server.mjs')], env, /\{"port":(\d+),"token":"([^"]+)"\}/);
   const url = `http://127.0.0.1:${match[1]}`;
   const tokens = more ? readFileSync(more.file, 'utf8').trimEnd().split('\n') : [];
   return { name: 'jwks', url, pid: child.pid as number, stop: stopper(child), jwksUrl: `${url}/jwks`, token: match[2] as string, tokens };

@@ -3,18 +3,18 @@
 // both, as the bench's JWT rows run. Each call gets a new header string, as Node's HTTP parser makes one
 // per request; the cost of making it is printed apart and not counted. With --baseline DIR, the hook of
 // another checkout's build (DIR/dist) is measured in the same rounds. Prints medians of the rounds.
-//   node --import tsx bench/auth.ts [--baseline DIR]
+//   node --import tsx bench/tools/auth.ts [--baseline DIR]
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { pino } from 'pino';
-import { DEFAULTS } from '../src/config/index.js';
-import * as current from '../src/http/auth/hooks.js';
-import type { Hook } from '../src/http/auth/verifier.js';
-import type { Store, TokenRecord } from '../src/store/store.js';
-import { generateToken } from '../src/tokens.js';
+import { DEFAULTS } from '../../src/config/index.js';
+import * as current from '../../src/http/auth/hooks.js';
+import type { Hook } from '../../src/http/auth/verifier.js';
+import type { Store, TokenRecord } from '../../src/store/store.js';
+import { generateToken } from '../../src/tokens.js';
 
 const { values: args } = parseArgs({ options: { baseline: { type: 'string' } } });
 

@@ -4,6 +4,7 @@ import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { BareAnswers } from './requests.js';
 
 const root = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 
@@ -56,19 +57,16 @@ async function untilAnswers(url: string, child: ChildProcess, what: string): Pro
   }
 }
 
-let nodeFlags: string[] = [];
-/** The bench's --profile DIR: every plantstore started from now on writes a V8 CPU profile into `dir` when it stops. */
-export function profilePlantstore(dir: string): void {
-  nodeFlags = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
-}
+/** The bench's --profile DIR: Node's flags for a plantstore that writes a V8 CPU profile into `dir` when it stops. */
+export const profileFlags = (dir: string | undefined): string[] => (dir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
 
 /**
  * plantstore as users run it: the compiled CLI, `serve`, default settings but for the store and port.
  * Its log goes to a file, as in production, not to a pipe this busy process would have to drain.
- * `checkout` runs another checkout's build instead (the bench's --baseline).
+ * `checkout` runs another checkout's build instead (the bench's --baseline); `nodeFlags` go to Node.
  */
 export async function startPlantstore(
-  name: string, databaseUrl: string, logFile: string, env: NodeJS.ProcessEnv = {}, checkout?: string,
+  name: string, databaseUrl: string, logFile: string, env: NodeJS.ProcessEnv = {}, checkout?: string, nodeFlags: readonly string[] = [],
 ): Promise<System> {
   const port = await freePort();
   const log = openSync(logFile, 'a');
@@ -83,7 +81,7 @@ export async function startPlantstore(
   return { name, url, pid: child.pid as number, stop: stopper(child) };
 }
 
-export async function startBare(responses: object, forward?: string): Promise<System> {
+export async function startBare(responses: BareAnswers, forward?: string): Promise<System> {
   const env = { BARE_RESPONSES: JSON.stringify(responses), ...(forward === undefined ? {} : { BARE_FORWARD: forward }) };
   const { child, match } = await spawnUntil('bare', [root('bench/servers/bare-server.mjs')], env, /\{"port":(\d+)\}/);
   const name = forward === undefined ? 'bare node:http' : 'bare node:http + 1 POST per create';

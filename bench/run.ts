@@ -83,7 +83,7 @@ function parseOptions(): { options: Options; selected: Set<ScenarioName> } {
 /**
  * The scenarios in the order they run. Webhooks first, on processes of their own. The fleet (the servers
  * of scenarios 1 and 2) serves list, jwt, metrics and create, and stops before the mix, which then has
- * the CPU to itself. jwt runs alone only: the list scenario has its rows.
+ * the CPU to itself. jwt runs only without list, whose scenario has its rows.
  */
 async function runScenarios(bench: Bench): Promise<Stores> {
   const stores = await seedStores(bench);

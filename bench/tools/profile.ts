@@ -1,6 +1,6 @@
 // Reads a V8 CPU profile (from `npm run bench -- --profile DIR`, or `node --cpu-prof`) and prints where
 // the time went: self time by function and by package or source file, as shares of the busy time
-// (idle left out).  node --import tsx bench/profile.ts FILE.cpuprofile [TOP]
+// (idle left out).  node --import tsx bench/tools/profile.ts FILE.cpuprofile [TOP]
 import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,10 +16,10 @@ interface Profile {
 }
 
 const [file, topArg] = process.argv.slice(2);
-if (file === undefined) throw new Error('usage: node --import tsx bench/profile.ts FILE.cpuprofile [TOP]');
+if (file === undefined) throw new Error('usage: node --import tsx bench/tools/profile.ts FILE.cpuprofile [TOP]');
 const top = Number(topArg ?? 30);
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
-const root = fileURLToPath(new URL('..', import.meta.url));
+const root = fileURLToPath(new URL('../..', import.meta.url));
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 
 /** Where a frame's code lives: a package under node_modules, a file of ours, node's internals, or V8's pseudo-frames. */

@@ -1,5 +1,5 @@
 // Export and import of a large store, timed with /usr/bin/time -v (wall time, peak RSS) on the real CLI:
-//   node --import tsx bench/transfer.ts [PLANTS]        (default 1,000,000; npm run build first)
+//   node --import tsx bench/tools/transfer.ts [PLANTS]        (default 1,000,000; npm run build first)
 // SQLite → file → fresh SQLite, and, when PostgreSQL answers at PLANTSTORE_BENCH_DATABASE_URL (default the
 // test database), file → PostgreSQL (a schema of its own, dropped afterwards) → file. Not part of npm test.
 import { spawnSync } from 'node:child_process';
@@ -7,11 +7,11 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { dropPostgresSchema, seedSqlite } from './seed.js';
+import { dropPostgresSchema, seedSqlite } from '../lib/seed.js';
 
 const PLANTS = Number(process.argv[2] ?? 1_000_000);
 const PG_URL = process.env.PLANTSTORE_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const BIN = new URL('../bin/plantstore.js', import.meta.url).pathname;
+const BIN = new URL('../../bin/plantstore.js', import.meta.url).pathname;
 const SCHEMA = 'bench_transfer';
 
 interface Measured {

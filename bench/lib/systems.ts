@@ -4,8 +4,9 @@ import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { BareAnswers } from './requests.js';
 
-const root = (path: string) => fileURLToPath(new URL(`../${path}`, import.meta.url));
+const root = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 
 export interface System {
   readonly name: string;
@@ -56,19 +57,16 @@ async function untilAnswers(url: string, child: ChildProcess, what: string): Pro
   }
 }
 
-let nodeFlags: string[] = [];
-/** The bench's --profile DIR: every plantstore started from now on writes a V8 CPU profile into `dir` when it stops. */
-export function profilePlantstore(dir: string): void {
-  nodeFlags = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
-}
+/** The bench's --profile DIR: Node's flags for a plantstore that writes a V8 CPU profile into `dir` when it stops. */
+export const profileFlags = (dir: string | undefined): string[] => (dir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
 
 /**
  * plantstore as users run it: the compiled CLI, `serve`, default settings but for the store and port.
  * Its log goes to a file, as in production, not to a pipe this busy process would have to drain.
- * `checkout` runs another checkout's build instead (the bench's --baseline).
+ * `checkout` runs another checkout's build instead (the bench's --baseline); `nodeFlags` go to Node.
  */
 export async function startPlantstore(
-  name: string, databaseUrl: string, logFile: string, env: NodeJS.ProcessEnv = {}, checkout?: string,
+  name: string, databaseUrl: string, logFile: string, env: NodeJS.ProcessEnv = {}, checkout?: string, nodeFlags: readonly string[] = [],
 ): Promise<System> {
   const port = await freePort();
   const log = openSync(logFile, 'a');
@@ -83,16 +81,16 @@ export async function startPlantstore(
   return { name, url, pid: child.pid as number, stop: stopper(child) };
 }
 
-export async function startBare(responses: object, forward?: string): Promise<System> {
+export async function startBare(responses: BareAnswers, forward?: string): Promise<System> {
   const env = { BARE_RESPONSES: JSON.stringify(responses), ...(forward === undefined ? {} : { BARE_FORWARD: forward }) };
-  const { child, match } = await spawnUntil('bare', [root('bench/bare-server.mjs')], env, /\{"port":(\d+)\}/);
+  const { child, match } = await spawnUntil('bare', [root('bench/servers/bare-server.mjs')], env, /\{"port":(\d+)\}/);
   const name = forward === undefined ? 'bare node:http' : 'bare node:http + 1 POST per create';
   return { name, url: `http://127.0.0.1:${match[1]}`, pid: child.pid as number, stop: stopper(child) };
 }
 
-/** The webhook receiver (bench/receiver.mjs): 200 to every delivery; `stats()` counts them. */
+/** The webhook receiver (bench/servers/receiver.mjs): 200 to every delivery; `stats()` counts them. */
 export async function startReceiver(): Promise<System & { stats(): Promise<{ received: number; unique: number }> }> {
-  const { child, match } = await spawnUntil('receiver', [root('bench/receiver.mjs')], {}, /\{"port":(\d+)\}/);
+  const { child, match } = await spawnUntil('receiver', [root('bench/servers/receiver.mjs')], {}, /\{"port":(\d+)\}/);
   const url = `http://127.0.0.1:${match[1]}`;
   return {
     name: 'webhook receiver', url, pid: child.pid as number, stop: stopper(child),
@@ -101,14 +99,14 @@ export async function startReceiver(): Promise<System & { stats(): Promise<{ rec
 }
 
 /**
- * The bench's identity provider (bench/jwks-server.mjs): a key set, and a JWT for `user` signed with its
+ * The bench's identity provider (bench/servers/jwks-server.mjs): a key set, and a JWT for `user` signed with its
  * key (scope plants:read); `more.users` get one each too (read and write), in `more.users`' order.
  */
 export async function startJwks(
   user: string, audience: string, more?: { users: readonly string[]; file: string },
 ): Promise<System & { jwksUrl: string; token: string; tokens: string[] }> {
   const env = { JWT_USER: user, JWT_AUDIENCE: audience, ...(more ? { JWT_USERS: more.users.join(','), JWT_TOKENS_FILE: more.file } : {}) };
-  const { child, match } = await spawnUntil('jwks', [root('bench/jwks-server.mjs')], env, /\{"port":(\d+),"token":"([^"]+)"\}/);
+  const { child, match } = await spawnUntil('jwks', [root('bench/servers/jwks-server.mjs')], env, /\{"port":(\d+),"token":"([^"]+)"\}/);
   const url = `http://127.0.0.1:${match[1]}`;
   const tokens = more ? readFileSync(more.file, 'utf8').trimEnd().split('\n') : [];
   return { name: 'jwks', url, pid: child.pid as number, stop: stopper(child), jwksUrl: `${url}/jwks`, token: match[2] as string, tokens };

@@ -1,4 +1,4 @@
-// node --import tsx bench/wire-latency.ts --port P --seconds S [--connections 64] CAPTURE.txt
+// node --import tsx bench/tools/wire-latency.ts --port P --seconds S [--connections 64] CAPTURE.txt
 //
 // The latency of every request of a wrk run as the wire saw it, to check what wrk's p99 is made of.
 // CAPTURE.txt is `tcpdump -r F -n -tt` of a capture taken on loopback during the run, for instance:
@@ -27,7 +27,7 @@ const seconds = Number(args.seconds);
 const connections = Number(args.connections);
 const file = positionals[0];
 if (!Number.isInteger(port) || !(seconds > 0) || file === undefined) {
-  console.error('usage: wire-latency.ts --port P --seconds S [--connections 64] CAPTURE.txt');
+  console.error('usage: tools/wire-latency.ts --port P --seconds S [--connections 64] CAPTURE.txt');
   process.exit(2);
 }
 

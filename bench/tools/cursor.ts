@@ -1,8 +1,8 @@
 // Cost of sealing and opening one pagination cursor (src/http/routes/plants/cursor.ts): one seal per page with a
 // next link, one open per request with a cursor. Prints the median of several rounds.
-//   node --import tsx bench/cursor.ts
+//   node --import tsx bench/tools/cursor.ts
 import { randomBytes } from 'node:crypto';
-import { CursorCodec } from '../src/http/routes/plants/cursor.js';
+import { CursorCodec } from '../../src/http/routes/plants/cursor.js';
 
 const codec = new CursorCodec(randomBytes(32));
 const scope = { owner: 'alice', tag: 'indoor' };

@@ -1,20 +1,21 @@
 // Cost of the authenticate hook (src/http/auth/hooks.ts) for a token it has accepted before: an
-// opaque token and an RS256 JWT (490 characters; the run prints its length) on an app configured for
-// both, as the bench's JWT rows run. Each call gets a new header string, as Node's HTTP parser makes one
+// opaque token and an RS256 JWT (the run prints its length) on an app configured for both, as the
+// bench's JWT rows run. Each call gets a new header string, as Node's HTTP parser makes one
 // per request; the cost of making it is printed apart and not counted. With --baseline DIR, the hook of
 // another checkout's build (DIR/dist) is measured in the same rounds. Prints medians of the rounds.
-//   node --import tsx bench/auth.ts [--baseline DIR]
+//   node --import tsx bench/tools/auth.ts [--baseline DIR]
+import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { pino } from 'pino';
-import { DEFAULTS } from '../src/config/index.js';
-import * as current from '../src/http/auth/hooks.js';
-import type { Hook } from '../src/http/auth/verifier.js';
-import type { Store, TokenRecord } from '../src/store/store.js';
-import { generateToken } from '../src/tokens.js';
+import { DEFAULTS } from '../../src/config/index.js';
+import * as current from '../../src/http/auth/hooks.js';
+import type { Hook } from '../../src/http/auth/verifier.js';
+import type { Store, TokenRecord } from '../../src/store/store.js';
+import { generateToken } from '../../src/tokens.js';
 
 const { values: args } = parseArgs({ options: { baseline: { type: 'string' } } });
 
@@ -47,7 +48,10 @@ const app = { hasRequestDecorator: () => true } as never;
 type Module = typeof current;
 const builds: Array<[string, Module]> = [['this build', current]];
 if (args.baseline !== undefined) {
-  builds.push(['baseline', (await import(join(resolve(args.baseline), 'dist/http/auth/authenticate.js'))) as Module]);
+  // The hook's module was authenticate.js before the files moved into folders by role, hooks.js since.
+  const found = ['hooks.js', 'authenticate.js'].map((name) => join(resolve(args.baseline as string), 'dist/http/auth', name)).find((path) => existsSync(path));
+  if (found === undefined) throw new Error(`--baseline: no built authenticate hook in ${args.baseline}/dist/http/auth (npm run build there first)`);
+  builds.push(['baseline', (await import(found)) as Module]);
 }
 
 interface Request { headers: { authorization: string }; log: typeof log; principal: unknown }

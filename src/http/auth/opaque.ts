@@ -8,7 +8,7 @@ import { Refusal, type Verdict, type Verifier } from './verifier.js';
  * revocation (from the CLI, or from another instance) takes effect. An entry's age counts from the start
  * of its read, so a read that was in flight when the token was revoked is trusted no longer than this
  * either. Kept well under the promise (REVOCATION_WITHIN_MS, 5 s), which leaves room for a slow store read and
- * clock steps; the README states both numbers.
+ * clock steps; docs/tokens.md states both numbers.
  */
 export const TOKEN_CACHE_TTL_MS = 2000;
 if (TOKEN_CACHE_TTL_MS >= REVOCATION_WITHIN_MS) throw new Error('the token cache must not outlive the revocation promise');

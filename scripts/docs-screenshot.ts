@@ -1,4 +1,4 @@
-// npm run docs:screenshot: the README's picture of /docs (docs/api-reference.png). Serves plantstore on
+// npm run docs:screenshot: the picture of /docs in docs/api.md (docs/api-reference.png). Serves plantstore on
 // a temporary SQLite store with a token and a few plants, opens /docs in Debian's Chromium, authorizes
 // with the token, runs "Try it out" on GET /plants, and photographs the plant operations and that answer.
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';

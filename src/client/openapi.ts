@@ -255,10 +255,47 @@ export interface components {
             /** @description 0 to 100 characters; no U+0000 and no unpaired surrogates */
             tag?: string;
         };
+        /**
+         * @description The body of every non-2xx answer. `error` is stable: the HTTP status × 100 + a detail number; `message` adds detail for the client (which field, which scope), and a 5xx's carries a request id, never internal text.
+         *
+         *     | error | status | meaning |
+         *     |---|---|---|
+         *     | 40000 | 400 | The request is malformed (URL, headers or framing) |
+         *     | 40001 | 400 | The request body is not valid JSON (or not UTF-8, or empty) |
+         *     | 40002 | 400 | The request body is not a valid NewPlant |
+         *     | 40003 | 400 | A query parameter (limit, tag, cursor) is invalid |
+         *     | 40004 | 400 | The plant id in the path is not a 64-bit integer |
+         *     | 40005 | 400 | The request body is not a valid webhook endpoint (url, description) |
+         *     | 40006 | 400 | The webhook URL points at a loopback, private, link-local, unspecified or multicast address (WEBHOOK_ALLOW_PRIVATE) |
+         *     | 40007 | 400 | The request body is not a valid token request |
+         *     | 40100 | 401 | A bearer token is required |
+         *     | 40101 | 401 | The bearer token is unknown, expired or revoked |
+         *     | 40300 | 403 | The token lacks the scope this operation needs |
+         *     | 40301 | 403 | This operation needs an admin token (token create --admin, or a JWT with plants:admin) |
+         *     | 40400 | 404 | No such route |
+         *     | 40401 | 404 | The caller has no plant with this id |
+         *     | 40402 | 404 | The caller has no webhook endpoint with this id |
+         *     | 40403 | 404 | The caller has no unrevoked token with this id |
+         *     | 40500 | 405 | Method not allowed on this route (see the Allow header) |
+         *     | 40800 | 408 | The request was not received in time |
+         *     | 40900 | 409 | A different plant with this id already exists |
+         *     | 40901 | 409 | The user already has as many webhook endpoints as allowed (WEBHOOK_MAX_PER_USER) |
+         *     | 41300 | 413 | The request body is larger than the limit (MAX_BODY_SIZE) |
+         *     | 41400 | 414 | The request URL is longer than the limit (MAX_URL_LENGTH) |
+         *     | 41500 | 415 | The request body must be application/json (UTF-8) |
+         *     | 41700 | 417 | The Expect header asks for something other than 100-continue |
+         *     | 42900 | 429 | Too many requests with this token; see Retry-After |
+         *     | 42901 | 429 | Too many failed authentications from this address; see Retry-After |
+         *     | 43100 | 431 | The request headers are too large (MAX_HEADER_SIZE) |
+         *     | 50000 | 500 | Internal error |
+         *     | 50300 | 503 | The store is unavailable; retry shortly |
+         *     | 50301 | 503 | This instance is starting or shutting down; retry (another instance) |
+         *     | 50302 | 503 | The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) |
+         */
         Error: {
             /**
              * Format: int32
-             * @description HTTP status × 100 + detail; see the error table in the API description
+             * @description HTTP status × 100 + detail; see the table in this schema's description
              * @enum {integer}
              */
             error: 40000 | 40001 | 40002 | 40003 | 40004 | 40005 | 40006 | 40007 | 40100 | 40101 | 40300 | 40301 | 40400 | 40401 | 40402 | 40403 | 40500 | 40800 | 40900 | 40901 | 41300 | 41400 | 41500 | 41700 | 42900 | 42901 | 43100 | 50000 | 50300 | 50301 | 50302;

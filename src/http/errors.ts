@@ -13,13 +13,13 @@ export interface ErrorRow {
   readonly status: number;
   /** HTTP status × 100 + a detail number: stable, documented, int32. */
   readonly code: number;
-  /** The default message, and the meaning documented in the README and /openapi.json. */
+  /** The default message, and the meaning documented in docs/api.md and /openapi.json. */
   readonly message: string;
 }
 
 /**
- * Every error this API can answer, one row each. README.md's error table is checked against this one
- * by test/contract/docs.test.ts, and /openapi.json is generated from it.
+ * Every error this API can answer, one row each. The error table of docs/api.md is checked against this
+ * one by test/contract/docs.test.ts, and /openapi.json is generated from it.
  */
 export const ERRORS = {
   badRequest: { status: 400, code: 40000, message: 'The request is malformed (URL, headers or framing)' },
@@ -63,6 +63,12 @@ export const ERRORS = {
 
 export const ERROR_ROWS: readonly ErrorRow[] = Object.values(ERRORS);
 
+/** The table of every row, in Markdown: the `Error` schema's description in /openapi.json, and docs/api.md's table. */
+export function errorTableMarkdown(): string {
+  const rows = ERROR_ROWS.map((r) => `| ${r.code} | ${r.status} | ${r.message} |`);
+  return ['| error | status | meaning |', '|---|---|---|', ...rows].join('\n');
+}
+
 declare module 'fastify' {
   interface FastifyContextConfig {
     /**
@@ -94,11 +100,22 @@ export const ErrorSchema = Type.Object(
     error: Type.Integer({
       format: 'int32',
       enum: ERROR_ROWS.map((r) => r.code),
-      description: 'HTTP status × 100 + detail; see the error table in the API description',
+      description: 'HTTP status × 100 + detail; see the table in this schema\'s description',
     }),
     message: Type.String(),
   },
-  { $id: 'Error', additionalProperties: false },
+  {
+    $id: 'Error',
+    additionalProperties: false,
+    // The whole table lives here, in a section of its own further down /docs, so that the page opens on
+    // Authorize and the operations rather than on thirty rows of codes.
+    description: [
+      'The body of every non-2xx answer. `error` is stable: the HTTP status × 100 + a detail number; `message` adds detail ' +
+        'for the client (which field, which scope), and a 5xx\'s carries a request id, never internal text.',
+      '',
+      errorTableMarkdown(),
+    ].join('\n'),
+  },
 );
 
 /** A store outage is usually brief (a failover, a restart); clients may retry after this many seconds. */

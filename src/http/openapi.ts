@@ -1,14 +1,10 @@
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
-import { ERROR_ROWS } from './errors.js';
 import { JWT_SCHEME_NAME, OPAQUE_SCHEME_NAME, requestErrorResponses, TAG } from './schemas.js';
 
-export const API_VERSION = '1.0.0';
+export { errorTableMarkdown } from './errors.js';
 
-export function errorTableMarkdown(): string {
-  const rows = ERROR_ROWS.map((r) => `| ${r.code} | ${r.status} | ${r.message} |`);
-  return ['| error | status | meaning |', '|---|---|---|', ...rows].join('\n');
-}
+export const API_VERSION = '1.0.0';
 
 const SCOPES_TEXT =
   'Scopes: plants:read (list plants), plants:write (create, delete plants), webhooks:manage (the /webhooks operations); ' +
@@ -84,14 +80,16 @@ export async function openApi(app: FastifyInstance): Promise<void> {
         // copyright holders, since the project publishes no address.
         license: { name: 'MIT', identifier: 'MIT' },
         contact: { name: 'plantstore authors' },
+        // A few lines: /docs shows this above Authorize and the operations, which must stay on the first
+        // screen. The error table is the Error schema's description (errors.ts).
         description: [
-          'Create and list plants, and subscribe to new ones with webhooks. Every `/plants`, `/webhooks` and `/tokens` call needs ' +
-            '`Authorization: Bearer <token>`: an opaque token (`pst_…`) or, when the server is configured for it, a JWT access token ' +
-            'from your identity provider.',
+          'Create, list and delete plants, and subscribe to new ones with webhooks.',
           '',
-          'Every non-2xx answer has the body `{"error": <int32>, "message": <text>}`, where `error` is HTTP status × 100 + a detail number:',
+          'Every `/plants`, `/webhooks` and `/tokens` call needs `Authorization: Bearer <token>`: an opaque token (`pst_…`, from ' +
+            '`plantstore token create` or POST /tokens) or, when the server is configured for it, a JWT access token from your ' +
+            'identity provider. Press **Authorize** and paste it under `opaqueToken` (or `jwt`).',
           '',
-          errorTableMarkdown(),
+          'Every non-2xx answer is an `Error`, `{"error": <int32>, "message": <text>}`; its codes are listed under Schemas, in `Error`.',
         ].join('\n'),
       },
       // Relative: the document describes the server that serves it, wherever it is reached.

@@ -20,7 +20,7 @@ async function writeAll<T>(batches: AsyncIterable<readonly T[]>, line: (record: 
 
 /**
  * `plantstore export`: the header, then every plant, token, webhook endpoint and pending event of one
- * snapshot (README "Moving between stores (export and import)"). The sink is finished only when every line was written
+ * snapshot (docs/backups.md, "Moving between stores"). The sink is finished only when every line was written
  * and the lines matched the header's counts; otherwise it is aborted, and the error thrown.
  */
 export async function exportStore(store: TransferableStore, sink: Sink): Promise<ExportSummary> {

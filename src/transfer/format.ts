@@ -3,7 +3,7 @@ import type {
 } from '../store/transfer.js';
 
 /**
- * The export file (README "Moving between stores (export and import)"): NDJSON, UTF-8, one JSON object per line ending
+ * The export file (docs/backups.md, "The format"): NDJSON, UTF-8, one JSON object per line ending
  * in "\n". Line 1 is the header; then every plant, token, webhook endpoint and pending event, in that
  * order, each kind in creation order, each line with its `type`. Int64 ids are JSON integers written
  * with their exact digits (never through a JS number). A reader refuses a version it does not know.

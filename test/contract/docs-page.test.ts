@@ -56,3 +56,32 @@ test('in Chromium, /docs loads with nothing failing or leaving the machine, show
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+test('in Chromium at 1280×800, /docs opens with Authorize and the plant operations on the first screen, no scrolling needed', { skip }, async (t) => {
+  assert.ok(!missing, `CI=true: ${CHROMIUM} is required for the /docs browser test; .ci/run installs it with apt-get install chromium`);
+  const browser = await launchChromium();
+  t.after(() => browser.close());
+  const { app } = await testApp(t);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+
+  const viewport = { width: 1280, height: 800 };
+  const context = await browser.newContext({ viewport });
+  t.after(() => context.close());
+  const { page, problems } = await watchedPage(context, origin);
+  await page.goto(`${origin}/docs`);
+  await page.locator('.opblock').first().waitFor();
+
+  // Whole inside the viewport as the page opens: a reader sees them without scrolling.
+  const onFirstScreen = async (what: string, box: { x: number; y: number; width: number; height: number } | null) => {
+    assert.ok(box, `${what} is on the page`);
+    assert.equal(await page.evaluate('window.scrollY'), 0, 'the page has not scrolled');
+    assert.ok(box.x >= 0 && box.y >= 0 && box.x + box.width <= viewport.width && box.y + box.height <= viewport.height,
+      `${what} is within the first ${viewport.width}×${viewport.height} screen: ${JSON.stringify(box)}`);
+  };
+  await onFirstScreen('Authorize', await page.locator('.auth-wrapper .authorize').boundingBox());
+  for (const [method, path] of [['POST', '/plants'], ['GET', '/plants'], ['DELETE', '/plants/{id}']] as const) {
+    await onFirstScreen(`${method} ${path}`, await operation(page, method, path).locator('.opblock-summary').boundingBox());
+  }
+  assert.deepEqual(problems, []);
+});

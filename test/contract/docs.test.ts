@@ -1,35 +1,38 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { configTableMarkdown } from '../../src/config/index.js';
-import { errorTableMarkdown } from '../../src/http/openapi.js';
+import { pagePath, TABLES, withTable } from '../../scripts/write-docs-tables.js';
 
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const page = (path: string): string => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
+const readme = page('README.md');
+const development = page('docs/development.md');
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   license: string;
   scripts: Record<string, string>;
   engines: { node: string };
 };
 
-/** The README's section under `## title`, up to the next `## `. */
-function section(title: string): string {
-  const start = readme.indexOf(`\n## ${title}\n`);
-  assert.ok(start >= 0, `README has a "## ${title}" section`);
-  const end = readme.indexOf('\n## ', start + 1);
-  return readme.slice(start, end < 0 ? undefined : end);
+/** The section of `text` under `## title`, up to the next `## `. */
+function section(text: string, title: string): string {
+  const start = text.indexOf(`\n## ${title}\n`);
+  assert.ok(start >= 0, `the page has a "## ${title}" section`);
+  const end = text.indexOf('\n## ', start + 1);
+  return text.slice(start, end < 0 ? undefined : end);
 }
 
-test('the README error table is the code\'s error table', () => {
-  assert.ok(readme.includes(errorTableMarkdown()), `README.md must contain:\n${errorTableMarkdown()}`);
-});
+for (const table of TABLES) {
+  test(`${table.page} holds ${table.name} as the code makes it (npm run docs:tables writes it)`, () => {
+    const text = readFileSync(pagePath(table.page), 'utf8');
+    assert.ok(text.includes(table.markdown()), `${table.page} must contain:\n${table.markdown()}\n(npm run docs:tables writes it)`);
+    assert.equal(withTable(text, table), text, `${table.page}: run npm run docs:tables`);
+  });
+}
 
-test('the README configuration table is the code\'s option table', () => {
-  assert.ok(readme.includes(configTableMarkdown()), `README.md must contain:\n${configTableMarkdown()}`);
-});
-
-test('the README gives the set-up commands CI runs', () => {
-  assert.match(readme, /npm install && npm start/);
-  assert.match(readme, /npm test/);
+test('the README gives the set-up commands CI runs, and stays short', () => {
+  assert.match(section(readme, 'Set up'), /npm install && npm start/);
+  assert.match(section(readme, 'Set up'), /npm test/);
+  const lines = readme.split('\n').length - 1;
+  assert.ok(lines <= 250, `README.md has ${lines} lines; at most 250 (the rest belongs under docs/)`);
 });
 
 /** `^major.minor.patch` → its numbers; `20.20.2` → its numbers. */
@@ -46,7 +49,7 @@ function within(version: string, line: string): boolean {
   return major === lMajor && (minor > lMinor || (minor === lMinor && patch >= lPatch));
 }
 
-test('CI runs the suite on every Node.js line engines names, and the README says on which releases', () => {
+test('CI runs the suite on every Node.js line engines names, and the development page says on which releases', () => {
   const ci = readFileSync(new URL('../../.ci/run', import.meta.url), 'utf8');
   const releases = /^NODE_RELEASES=\(([^)]*)\)$/m.exec(ci)?.[1]?.split(' ') ?? [];
   const lines = pkg.engines.node.split(' || ');
@@ -62,21 +65,21 @@ test('CI runs the suite on every Node.js line engines names, and the README says
   assert.match(ci, /^record "Node \$\(node --version\) \(the machine's\)[^"]*" machine_run$/m, '.ci/run runs the suite on the machine\'s Node');
   assert.ok(lines.some((line) => within(process.versions.node, line)), `this Node, ${process.version}, is one engines names`);
 
-  const setUp = section('Set up');
-  assert.match(setUp, new RegExp(`Tested on Node\\.js 20 \\(the machine's own[^)]*\\), ${releases.join(' and ').replaceAll('.', '\\.')}`));
-  assert.ok(setUp.includes(`\`${pkg.engines.node}\``), 'Set up quotes engines');
-  for (const release of releases) assert.ok(section('Development').includes(release), `Development names ${release}`);
+  const nodeReleases = section(development, 'Node.js releases');
+  assert.match(nodeReleases, new RegExp(`Tested on Node\\.js 20 \\(the machine's own[^)]*\\), ${releases.join(' and ').replaceAll('.', '\\.')}`));
+  assert.ok(nodeReleases.includes(`\`${pkg.engines.node}\``), 'Node.js releases quotes engines');
+  for (const release of releases) assert.ok(section(development, 'CI').includes(release), `CI names ${release}`);
 });
 
-test('npm start builds from src/ before serving, as the README says', () => {
+test('npm start builds from src/ before serving, as the docs say', () => {
   // npm runs "prestart" before "start": the server started by npm start is the code in src/ now.
   assert.equal(pkg.scripts.prestart, 'node scripts/build.mjs');
   assert.match(pkg.scripts.start ?? '', /^node bin\/plantstore\.js serve$/);
-  assert.match(section('Set up'), /`npm start` compiles `src\/` to `dist\/` first/);
+  assert.match(section(page('docs/production.md'), 'Under a process manager'), /`npm start` builds `src\/` into `dist\/` first/);
 });
 
 test('the Quick start works with any PORT: every URL uses the shell variable', () => {
-  const quickStart = section('Quick start');
+  const quickStart = section(readme, 'Quick start');
   assert.match(quickStart, /export PORT=\$\{PORT:-8080\}/);
   const urls = quickStart.match(/http:\/\/[^\s"']+/g) ?? [];
   assert.ok(urls.length >= 2, quickStart);

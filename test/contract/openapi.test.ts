@@ -207,11 +207,16 @@ test('the webhooks section declares /plant/webhook as the published document doe
   assert.ok(doc.components.schemas.NewPlant);
 });
 
-test('the OpenAPI document carries the whole error table', async (t) => {
+test('the OpenAPI document carries the whole error table, in the Error schema, and a description of a few lines', async (t) => {
   const { app } = await testApp(t);
   const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
   assert.deepEqual(doc.components.schemas.Error.properties.error.enum, ERROR_ROWS.map((r) => r.code));
-  assert.ok(doc.info.description.includes(errorTableMarkdown()));
+  const table: string = doc.components.schemas.Error.description;
+  assert.ok(table.includes(errorTableMarkdown()));
   const statuses = new Set(ERROR_ROWS.map((r) => String(r.status)));
-  for (const status of statuses) assert.match(doc.info.description, new RegExp(`\\| ${status} \\|`), status);
+  for (const status of statuses) assert.match(table, new RegExp(`\\| ${status} \\|`), status);
+  // /docs shows info.description above Authorize and the operations: what the API is and how to authorize, no table.
+  assert.ok(!doc.info.description.includes('| error |'), 'the table is not in info.description');
+  assert.ok(doc.info.description.split('\n').length <= 6, doc.info.description);
+  assert.match(doc.info.description, /Authorization: Bearer/);
 });

@@ -20,7 +20,7 @@ test('SQLite → PostgreSQL → SQLite with the real CLI: every listing identica
   const source = await appOn(t, parseDatabaseUrl(sqliteUrl), { webhookAllowPrivate: true });
   const { admin, alice, bob, revoked, expired } = await seedEdgeStore(source.app, source.store);
   const before = await apiView(source.app, admin, [alice, bob]);
-  // The server stops taking writes before the move (README), and goes away.
+  // The server stops taking writes before the move (docs/backups.md), and goes away.
   await source.app.close();
   await source.store.close();
 

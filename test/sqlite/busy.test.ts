@@ -8,7 +8,7 @@ import { call, errorCode, servedSqlite, type Answer } from '../helpers/sqlite-sp
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 
-/** The busy timeout a server runs with (not configurable; README, "Limits"). */
+/** The busy timeout a server runs with (not configurable; docs/guarantees.md, "Limits"). */
 const SERVER_BUSY_TIMEOUT_MS = 5000;
 
 function median(values: number[]): number {

@@ -8,7 +8,7 @@ import { Refusal, type Verdict, type Verifier } from './verifier.js';
  * revocation (from the CLI, or from another instance) takes effect. An entry's age counts from the start
  * of its read, so a read that was in flight when the token was revoked is trusted no longer than this
  * either. Kept well under the promise (REVOCATION_WITHIN_MS, 5 s), which leaves room for a slow store read and
- * clock steps; the README states both numbers.
+ * clock steps; docs/tokens.md states both numbers.
  */
 export const TOKEN_CACHE_TTL_MS = 2000;
 if (TOKEN_CACHE_TTL_MS >= REVOCATION_WITHIN_MS) throw new Error('the token cache must not outlive the revocation promise');
@@ -27,8 +27,8 @@ interface CacheEntry {
  * Reads each token from the store at most once per TTL; concurrent lookups of one token share a read.
  *
  * Keyed by the bearer string itself, so that a cached token costs one Map lookup: hashing it on every
- * request was 3-5% of the server's CPU under load (the SHA-256 alone, in profiles of cached lists), and
- * the JWT verifier keys its cache by the token too. The store still sees only hashes; the strings live
+ * request was the largest cost of ours left on a cached list (docs/performance.md), and the JWT verifier
+ * keys its cache by the token too. The store still sees only hashes; the strings live
  * in this process's memory only, for a bounded time: an entry read more than a TTL ago is dropped as
  * soon as any token is read from the store, so a token is held at most a TTL after its last read, or
  * until the next read of a token after that (and at most TOKEN_CACHE_MAX_ENTRIES of them at once).

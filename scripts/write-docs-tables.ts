@@ -1,0 +1,42 @@
+// npm run docs:tables: writes the tables the docs generate from the code into the pages that hold them,
+// between their markers (`<!-- generated: NAME … -->` and `<!-- end of the generated table -->`).
+// test/contract/docs.test.ts fails when a page's table is not what this would write.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { configTableMarkdown } from '../src/config/index.js';
+import { errorTableMarkdown } from '../src/http/errors.js';
+
+export interface GeneratedTable {
+  /** The page, from the repository's root. */
+  readonly page: string;
+  /** The words after `generated:` in the page's opening marker. */
+  readonly name: string;
+  readonly markdown: () => string;
+}
+
+export const TABLES: readonly GeneratedTable[] = [
+  { page: 'docs/configuration.md', name: 'the configuration table', markdown: configTableMarkdown },
+  { page: 'docs/api.md', name: 'the error table', markdown: errorTableMarkdown },
+];
+
+const END = '<!-- end of the generated table -->';
+
+/** `text` with the table between `table`'s markers written anew; throws when the page has no such markers. */
+export function withTable(text: string, table: GeneratedTable): string {
+  const open = text.indexOf(`<!-- generated: ${table.name}`);
+  const start = open < 0 ? -1 : text.indexOf('\n', open) + 1;
+  const end = start <= 0 ? -1 : text.indexOf(END, start);
+  if (end < 0) throw new Error(`${table.page} has no "<!-- generated: ${table.name} … -->" … "${END}" markers`);
+  return `${text.slice(0, start)}${table.markdown()}\n${text.slice(end)}`;
+}
+
+export const pagePath = (page: string): string => fileURLToPath(new URL(`../${page}`, import.meta.url));
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  for (const table of TABLES) {
+    const text = readFileSync(pagePath(table.page), 'utf8');
+    const written = withTable(text, table);
+    if (written !== text) writeFileSync(pagePath(table.page), written);
+    console.log(`${table.page}: ${table.name} ${written === text ? 'was current' : 'written'}`);
+  }
+}

@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import pg from 'pg';
+import { DocSession, freePort } from '../helpers/doc-session.js';
+import { documentationFiles, isExample, isShell, matchesShown, readPage, ROOT, stepsOf, type Page } from '../helpers/markdown.js';
+
+/**
+ * Every example of the README and docs/ that can run here runs here, as a reader would type it: each
+ * page's shell blocks in one shell, in order, in a fresh folder, against a real server (the built CLI,
+ * which npm test builds first), and each output the page shows is compared with what was printed
+ * (test/helpers/markdown.ts says how a page marks its blocks). Pages that assume PostgreSQL run in the
+ * PostgreSQL run of the suite, the others in the SQLite run. Nothing leaves the machine: every address
+ * is loopback, and npm and npx stand in for the registry (test/helpers/doc-session.ts).
+ */
+
+const POSTGRES_URL = process.env.PLANTSTORE_TEST_DATABASE_URL || null;
+const CURL_MISSING = !['/usr/bin/curl', '/bin/curl', '/usr/local/bin/curl'].some(existsSync);
+const skip = CURL_MISSING && process.env.CI !== 'true' ? 'curl is missing: apt-get install curl (CI fails without it)' : false;
+if (skip) console.warn(`SKIPPED the docs examples: ${skip}`);
+
+const pages = documentationFiles()
+  .map(readPage)
+  .filter((page) => page.blocks.some((b) => isExample(b) && b.note.kind !== 'not run'))
+  .filter((page) => page.assumes.includes('postgres') === (POSTGRES_URL !== null));
+
+/** A database of its own for a PostgreSQL page, dropped afterwards: the page's pg_dump sees only it. */
+async function database(t: TestContext): Promise<string> {
+  const name = `plantstore_docs_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: POSTGRES_URL! });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  t.after(async () => {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  });
+  const url = new URL(POSTGRES_URL!);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** The reader's folder and shell: the variables a page reads (ports, the checkout) set as a reader would. */
+async function session(t: TestContext, page: Page): Promise<DocSession> {
+  const base = mkdtempSync(join(tmpdir(), 'plantstore-docs-'));
+  const dir = join(base, 'reader');
+  mkdirSync(dir);
+  const env: Record<string, string> = { HOME: dir, LANG: 'C.UTF-8', TMPDIR: tmpdir(), PORT: String(await freePort()) };
+  // Set only where the page reads them: METRICS_PORT, for one, turns the server's metrics on.
+  for (const name of ['RECEIVER_PORT', 'METRICS_PORT']) {
+    if (page.text.includes(`$${name}`) || page.text.includes(`\${${name}`)) env[name] = String(await freePort());
+  }
+  if (page.text.includes('PLANTSTORE_CHECKOUT')) env.PLANTSTORE_CHECKOUT = ROOT;
+  if (page.assumes.includes('postgres')) env.DATABASE_URL = await database(t);
+  const shell = new DocSession(dir, env);
+  t.after(async () => {
+    await shell.stop();
+    rmSync(base, { recursive: true, force: true });
+  });
+  return shell;
+}
+
+for (const page of pages) {
+  test(`the examples of ${page.path} run as written, and print what the page shows`, { skip, timeout: 600_000 }, async (t) => {
+    assert.ok(!CURL_MISSING, 'CI=true: the docs examples need curl');
+    const shell = await session(t, page);
+    const failed = (at: string, what: string) => new Error(`${at}: ${what}\n${shell.diagnostics()}`);
+    if (page.assumes.includes('server')) {
+      // What the page assumes is running: a server as the Quick start starts it, in the reader's folder.
+      await shell.background('npm start', 'http://127.0.0.1:$PORT/readyz').catch((e: Error) => {
+        throw failed(page.path, e.message);
+      });
+    }
+    for (const block of page.blocks) {
+      if (!isExample(block) || block.note.kind === 'not run') continue;
+      if (block.note.kind === 'file') {
+        shell.save(block.note.name, block.text);
+        continue;
+      }
+      assert.ok(isShell(block), `${block.at}: a JavaScript block is saved as a file (<!-- file: NAME -->) or marked not run`);
+      if (block.note.kind === 'background') {
+        await shell.background(block.text, block.note.url).catch((e: Error) => {
+          throw failed(block.at, e.message);
+        });
+        continue;
+      }
+      for (const step of stepsOf(block)) {
+        const deadline = Date.now() + 60_000;
+        for (;;) {
+          const { stdout } = await shell.run(block.note.kind === 'retry' ? `{\n${step.commands}\n} || true` : step.commands).catch((e: Error) => {
+            throw failed(block.at, e.message);
+          });
+          if (!step.expected || matchesShown(step.expected, stdout)) break;
+          if (block.note.kind !== 'retry' || Date.now() > deadline) {
+            throw failed(block.at, `printed:\n${stdout.trim()}\nwhere the page shows:\n${step.expected.lines.join('\n')}\nafter:\n${step.commands}`);
+          }
+          // What the block reads happens in the background; the reader runs it again a moment later.
+          await new Promise((resolve) => setTimeout(resolve, 250));
+        }
+      }
+    }
+  });
+}

@@ -14,7 +14,7 @@ import { DEFAULTS } from '../src/config/index.js';
 import * as current from '../src/http/auth/hooks.js';
 import type { Hook } from '../src/http/auth/verifier.js';
 import type { Store, TokenRecord } from '../src/store/store.js';
-import { generateToken } from '../src/tokens.js';
+import { generateToken } from '../src/domain/token.js';
 
 const { values: args } = parseArgs({ options: { baseline: { type: 'string' } } });
 

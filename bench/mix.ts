@@ -8,7 +8,7 @@ import { parseDatabaseUrl } from '../src/config/index.js';
 import { createLogger } from '../src/logger.js';
 import { openStore } from '../src/store/open.js';
 import Database from '../src/store/sqlite/driver.js';
-import { issueToken } from '../src/tokens.js';
+import { issueToken } from '../test/helpers/tokens.js';
 import { doneFunction } from './wrk.js';
 import { freshSchema } from './seed.js';
 

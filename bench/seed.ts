@@ -5,7 +5,7 @@ import { createLogger } from '../src/logger.js';
 import { openStore } from '../src/store/open.js';
 import { newEndpointId, newWebhookSecret } from '../src/domain/webhook.js';
 import Database from '../src/store/sqlite/driver.js';
-import { issueToken } from '../src/tokens.js';
+import { issueToken } from '../test/helpers/tokens.js';
 
 export const USERS = 20;
 export const BENCH_USER = userName(0);

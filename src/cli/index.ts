@@ -13,7 +13,7 @@ import { openTransferStore } from '../store/open.js';
 import { parseDuration } from '../domain/duration.js';
 import { OptionError, parse, UsageError } from './args.js';
 import { describeStore, withOpenedStore, withStore } from './store.js';
-import { issueToken, parseTokenId, REVOCATION_WITHIN_MS, TOKEN_ID_MAX, TokenRequestError, tokenStatus as status } from '../tokens.js';
+import { newToken, parseTokenId, REVOCATION_WITHIN_MS, TOKEN_ID_MAX, tokenCreateFailure, TokenRequestError, tokenStatus as status } from '../domain/token.js';
 
 /** Said already, as a log line (`serve`): main prints nothing more, and exits with this code. */
 class LoggedError extends Error {
@@ -273,9 +273,11 @@ async function tokenCreate(args: string[]): Promise<void> {
   const expiresIn = values['expires-in'];
   const expiresInMs = expiresIn === undefined ? undefined : parseDuration(expiresIn);
   if (expiresInMs === null) throw new UsageError(`--expires-in must look like 30d, 12h, 15m or 90s, got "${expiresIn}"`);
-  const { secret, record } = await withStore(values['database-url'], (store) =>
-    issueToken(store, { user: values.user as string, scopes, admin: values.admin, name: values.name, expiresInMs }),
-  );
+  const request = { user: values.user, scopes, admin: values.admin, name: values.name, expiresInMs };
+  const { secret, record } = await withStore(values['database-url'], async (store) => {
+    const token = newToken(request);
+    return { secret: token.secret, record: await store.createToken(token.record).catch(tokenCreateFailure) };
+  });
   console.error(
     `Created token ${record.id} for user "${record.user}" (scopes: ${record.scopes.join(' ')}${record.admin ? ', admin' : ''}, ` +
       `expires: ${record.expiresAt?.toISOString() ?? 'never'}).`,

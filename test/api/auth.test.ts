@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { TOKEN_CACHE_TTL_MS } from '../../src/http/auth/index.js';
-import { hashToken } from '../../src/tokens.js';
+import { hashToken } from '../../src/domain/token.js';
 import { bearer, create, errorBody, list, testApp } from '../helpers/app.js';
 
 const ROUTES = [

@@ -14,7 +14,7 @@ import { createLogger } from '../../src/logger.js';
 import { openStore } from '../../src/store/open.js';
 import Database from '../../src/store/sqlite/driver.js';
 import type { Store } from '../../src/store/store.js';
-import { issueToken } from '../../src/tokens.js';
+import { issueToken } from './tokens.js';
 
 /**
  * The backend every test runs against: PostgreSQL when PLANTSTORE_TEST_DATABASE_URL names one (each test

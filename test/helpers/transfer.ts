@@ -12,7 +12,7 @@ import type { Store } from '../../src/store/store.js';
 import { exportStore, type ExportSummary } from '../../src/transfer/export.js';
 import { importStore, type ImportSummary } from '../../src/transfer/import.js';
 import { fileSink } from '../../src/transfer/sink.js';
-import { issueToken } from '../../src/tokens.js';
+import { issueToken } from './tokens.js';
 import { allPages, bearer, create, silentLogger } from './app.js';
 
 /** A directory removed when the test ends. */

@@ -5,7 +5,7 @@ import { test, type TestContext } from 'node:test';
 import { buildApp } from '../../src/app.js';
 import { parseDatabaseUrl } from '../../src/config/index.js';
 import { openStore } from '../../src/store/open.js';
-import { issueToken } from '../../src/tokens.js';
+import { issueToken } from '../helpers/tokens.js';
 import { adminSql, BACKEND, create, errorBody, list, silentLogger, TEST_QUERY_TIMEOUT_MS, testDatabase } from '../helpers/app.js';
 import { runCli, spawnServer } from '../helpers/process.js';
 import { startProxy } from '../helpers/tcp-proxy.js';

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { describeStore } from '../../src/cli/store.js';
 import { OPTIONS, parseDatabaseUrl, type OptionInfo } from '../../src/config/index.js';
 import { testDatabase, testStore } from '../helpers/app.js';
-import { generateToken, hashToken } from '../../src/tokens.js';
+import { generateToken, hashToken } from '../../src/domain/token.js';
 import { FATAL, logLines, runCli, startServer } from '../helpers/process.js';
 
 const TOKEN = /^pst_[A-Za-z0-9_-]{43}$/;

@@ -6,7 +6,7 @@ import { buildApp } from '../../src/app.js';
 import { parseDatabaseUrl } from '../../src/config/index.js';
 import { openStore } from '../../src/store/open.js';
 import Database from '../../src/store/sqlite/driver.js';
-import { hashToken } from '../../src/tokens.js';
+import { hashToken } from '../../src/domain/token.js';
 import { BACKEND, bearer, silentLogger } from '../helpers/app.js';
 import { tempDir } from '../helpers/sqlite-spawn.js';
 

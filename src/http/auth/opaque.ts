@@ -1,6 +1,6 @@
 import { userNameProblem, type Principal } from '../../domain/principal.js';
-import type { Store, TokenRecord } from '../../store/store.js';
-import { hashToken, looksLikeToken, REVOCATION_WITHIN_MS } from '../../tokens.js';
+import { hashToken, looksLikeToken, REVOCATION_WITHIN_MS, type TokenRecord } from '../../domain/token.js';
+import type { Store } from '../../store/store.js';
 import { Refusal, type Verdict, type Verifier } from './verifier.js';
 
 /**
@@ -113,7 +113,7 @@ function judge(record: TokenRecord | null, now: number, entry?: CacheEntry): Ver
 }
 
 /**
- * Opaque tokens (`pst_…`, tokens.ts): looked up by SHA-256 hash in the store, through a cache per app.
+ * Opaque tokens (`pst_…`, domain/token.ts): looked up by SHA-256 hash in the store, through a cache per app.
  * Any bearer string that no other verifier claims comes here, and is refused as unknown if it is not one.
  */
 export class OpaqueTokenVerifier implements Verifier {

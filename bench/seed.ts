@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import pg from 'pg';
-import { parseDatabaseUrl } from '../src/config/index.js';
+import { parseDatabaseUrl } from '../src/config/database.js';
 import { createLogger } from '../src/logger.js';
 import { openStore } from '../src/store/open.js';
 import { newEndpointId, newWebhookSecret } from '../src/domain/webhook.js';

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import {
-  allowedValues, ConfigError, loadConfig, loadDatabaseConfig, loadLogConfig, OPTIONS, type Config, type OptionInfo,
-} from '../config/index.js';
+import { ConfigError } from '../config/error.js';
+import { loadConfig, loadDatabaseConfig, loadLogConfig, type Config } from '../config/load.js';
+import { allowedValues, OPTIONS, type OptionInfo } from '../config/options.js';
 import { isScope, SCOPES, userNameProblem, visibleText, type Scope } from '../domain/principal.js';
 import type { DeliveryAttempt } from '../domain/webhook.js';
 import { deliveryView } from '../webhooks/views.js';

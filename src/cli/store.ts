@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { loadDatabaseConfig, type DatabaseConfig } from '../config/index.js';
+import type { DatabaseConfig } from '../config/database.js';
+import { loadDatabaseConfig } from '../config/load.js';
 import { processLogger } from '../logger.js';
 import { openStore, type OpenOptions } from '../store/open.js';
 import { NoStoreError, type Store } from '../store/store.js';

@@ -6,7 +6,7 @@ import type { MigrationsApplied } from './sql/migrations.js';
 import type { Store, StoreObserver } from './store.js';
 import type { TransferableStore } from './transfer.js';
 
-/** Where a store is (config/index.ts parses DATABASE_URL into this; store/ imports nothing of config). */
+/** Where a store is (config/database.ts parses DATABASE_URL into this; store/ imports nothing of config). */
 export type StoreLocation = { readonly kind: 'sqlite'; readonly path: string } | { readonly kind: 'postgres'; readonly url: string };
 
 export interface OpenOptions {

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { configTableMarkdown } from '../../src/config/index.js';
-import { errorTableMarkdown } from '../../src/http/openapi.js';
+import { configTableMarkdown, errorTableMarkdown } from '../../scripts/docs-tables.js';
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {

@@ -8,7 +8,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import type { DestinationStream } from 'pino';
 import { buildApp, type AppOptions } from '../../src/app.js';
-import { parseDatabaseUrl, type DatabaseConfig } from '../../src/config/index.js';
+import { parseDatabaseUrl, type DatabaseConfig } from '../../src/config/database.js';
 import type { Scope } from '../../src/domain/principal.js';
 import { createLogger } from '../../src/logger.js';
 import { openStore } from '../../src/store/open.js';

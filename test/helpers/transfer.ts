@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
-import type { DatabaseConfig } from '../../src/config/index.js';
+import type { DatabaseConfig } from '../../src/config/database.js';
 import { openStore, openTransferStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
 import { exportStore, type ExportSummary } from '../../src/transfer/export.js';

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test, type TestContext } from 'node:test';
 import { buildApp } from '../../src/app.js';
-import { parseDatabaseUrl } from '../../src/config/index.js';
+import { parseDatabaseUrl } from '../../src/config/database.js';
 import { openStore } from '../../src/store/open.js';
 import { issueToken } from '../helpers/tokens.js';
 import { adminSql, BACKEND, create, errorBody, list, silentLogger, TEST_QUERY_TIMEOUT_MS, testDatabase } from '../helpers/app.js';

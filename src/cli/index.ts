@@ -12,7 +12,8 @@ import { processLogger } from '../logger.js';
 import { openTransferStore } from '../store/open.js';
 import { parseDuration } from '../domain/duration.js';
 import { OptionError, parse, UsageError } from './args.js';
-import { describeStore, withOpenedStore, withStore } from './store.js';
+import { withOpenedStore, withStore } from './store.js';
+import { describeStore } from '../config/database.js';
 import { newToken, parseTokenId, REVOCATION_WITHIN_MS, TOKEN_ID_MAX, tokenCreateFailure, TokenRequestError, tokenStatus as status } from '../domain/token.js';
 
 /** Said already, as a log line (`serve`): main prints nothing more, and exits with this code. */
@@ -232,13 +233,13 @@ async function backupCommand(args: string[]): Promise<void> {
         '(restore with pg_restore; see "Backups" in the README)',
     );
   }
-  console.error(`using ${describeStore(database)}`);
+  console.error(`using ${describeStore(database, 'url')}`);
   const { backupSqlite } = await import('../store/sqlite/backup.js');
   const copy = await backupSqlite(database.path, values.out, { force: values.force ?? false });
   if (copy.removedTemporaries.length > 0) {
     console.error(`removed what interrupted backups or exports had left beside ${copy.path}: ${copy.removedTemporaries.join(', ')}`);
   }
-  console.log(`Backed up ${describeStore(database)} to ${copy.path}: ${copy.bytes} bytes, ${copy.plants} plants, integrity_check ok.`);
+  console.log(`Backed up ${describeStore(database, 'url')} to ${copy.path}: ${copy.bytes} bytes, ${copy.plants} plants, integrity_check ok.`);
 }
 
 async function migrateCommand(args: string[]): Promise<void> {

@@ -5,6 +5,9 @@ import { processLogger } from '../logger.js';
 import { openStore, type OpenOptions } from '../store/open.js';
 import { NoStoreError, type Store } from '../store/store.js';
 
+/** The option every command that uses the store takes. */
+export const DATABASE_OPTION = { 'database-url': { type: 'string' } } as const;
+
 /** How a command uses the store besides its operation. */
 interface StoreUse {
   /** Exported stores only: a missing SQLite store is an error, not one to create. */

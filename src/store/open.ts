@@ -40,7 +40,7 @@ export interface OpenOptions {
 }
 
 /**
- * The one place a backend is chosen (used by server.ts, cli/index.ts and the test helper), and the one place
+ * The one place a backend is chosen (used by server.ts, the CLI (cli/store.ts, cli/data.ts) and the test helper), and the one place
  * that decides whether its lists are cached. PostgreSQL's are not: other instances write to it too, and
  * this one would not see their writes (see README).
  */

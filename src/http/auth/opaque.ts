@@ -26,9 +26,8 @@ interface CacheEntry {
 /**
  * Reads each token from the store at most once per TTL; concurrent lookups of one token share a read.
  *
- * Keyed by the bearer string itself, so that a cached token costs one Map lookup: hashing it on every
- * request was 3-5% of the server's CPU under load (the SHA-256 alone, in profiles of cached lists), and
- * the JWT verifier keys its cache by the token too. The store still sees only hashes; the strings live
+ * Keyed by the bearer string itself, so that a cached token costs one Map lookup rather than a SHA-256
+ * on every request, as the JWT verifier keys its cache by the token too. The store still sees only hashes; the strings live
  * in this process's memory only, for a bounded time: an entry read more than a TTL ago is dropped as
  * soon as any token is read from the store, so a token is held at most a TTL after its last read, or
  * until the next read of a token after that (and at most TOKEN_CACHE_MAX_ENTRIES of them at once).

@@ -10,7 +10,7 @@ import { buildApp } from '../src/app.js';
 import { OPAQUE_SCHEME_NAME } from '../src/http/schemas.js';
 import { createLogger } from '../src/logger.js';
 import { openStore } from '../src/store/open.js';
-import { issueToken } from '../src/tokens.js';
+import { issueToken } from '../test/helpers/tokens.js';
 import { authorize, CHROMIUM, chromiumMissing, launchChromium, operation, tryIt, watchedPage } from '../test/helpers/browser.js';
 
 const OUT = fileURLToPath(new URL('../docs/api-reference.png', import.meta.url));

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { DEFAULTS, type Config } from './config/index.js';
+import { DEFAULTS, type Config } from './config/load.js';
 import type { Store } from './store/store.js';
 import { limitConnections } from './http/plugins/connections.js';
 import { clientErrorHandler, ERRORS, toApiError, type ErrorRow } from './http/errors.js';

@@ -1,7 +1,7 @@
 import { isatty } from 'node:tty';
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { prettyFactory } from 'pino-pretty';
-import type { LogFormatSetting } from './config/index.js';
+import type { LogFormatSetting } from './config/values.js';
 
 export type LogFormat = 'json' | 'pretty';
 

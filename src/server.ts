@@ -3,8 +3,8 @@ import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp } from './app.js';
-import type { Config, DatabaseConfig } from './config/index.js';
-import { postgresPlace } from './domain/database-url.js';
+import { describeStore, type DatabaseConfig } from './config/database.js';
+import type { Config } from './config/load.js';
 import { LateStore } from './store/wrappers/late.js';
 import { httpMetrics } from './http/plugins/metrics.js';
 import { listenMetrics, type MetricsListener } from './metrics/listener.js';
@@ -28,14 +28,9 @@ export class StartupError extends Error {
   }
 }
 
-/** The store's location, for messages: the SQLite path, or PostgreSQL's host:port/database (never a password). */
-function where(database: DatabaseConfig): string {
-  return database.kind === 'sqlite' ? database.path : `PostgreSQL at ${postgresPlace(database.url)}`;
-}
-
 function storeError(database: DatabaseConfig, error: unknown): StartupError {
   const message = error instanceof Error ? error.message : String(error);
-  const place = where(database);
+  const place = describeStore(database, 'place');
   // The store's own messages usually name the place already; say it once either way.
   return new StartupError(message.includes(place) ? message : `cannot open the store ${place}: ${message}`);
 }
@@ -279,7 +274,7 @@ export async function serve(config: Config, logger: Logger): Promise<FastifyInst
     }
     let opened: Store;
     if (store instanceof LateStore) {
-      app.log.info({ store: where(config.database) }, 'opening the store; requests are answered 503 until it is open');
+      app.log.info({ store: describeStore(config.database, 'place') }, 'opening the store; requests are answered 503 until it is open');
       const late = await opening;
       if (!late) return app;
       metrics?.storeOpened(late);
@@ -292,7 +287,7 @@ export async function serve(config: Config, logger: Logger): Promise<FastifyInst
     // Which of the two better-sqlite3 majors runs (store/sqlite/driver.ts says why there are two).
     const driver = config.database.kind === 'sqlite' ? { driver: `better-sqlite3 ${sqliteDriver.version}` } : {};
     if (config.database.kind === 'sqlite' && sqliteDriver.warning) app.log.warn(sqliteDriver.warning);
-    app.log.info({ store: backing.backend, ...driver, at: where(config.database) }, 'plantstore ready');
+    app.log.info({ store: backing.backend, ...driver, at: describeStore(config.database, 'place') }, 'plantstore ready');
     return app;
   } catch (error) {
     if (signals.stopping) return target.app;

@@ -4,11 +4,11 @@
 // plants, the first page or one further on through a cursor the server sealed, some with a tag filter.
 import { writeFileSync } from 'node:fs';
 import pg from 'pg';
-import { parseDatabaseUrl } from '../../src/config/index.js';
+import { parseDatabaseUrl } from '../../src/config/database.js';
 import { createLogger } from '../../src/logger.js';
 import { openStore } from '../../src/store/open.js';
 import Database from '../../src/store/sqlite/driver.js';
-import { issueToken } from '../../src/tokens.js';
+import { issueToken } from '../../test/helpers/tokens.js';
 import { doneFunction } from './wrk.js';
 import { freshSchema } from './seed.js';
 

@@ -1,11 +1,11 @@
 import { writeFileSync } from 'node:fs';
 import pg from 'pg';
-import { parseDatabaseUrl } from '../../src/config/index.js';
+import { parseDatabaseUrl } from '../../src/config/database.js';
 import { createLogger } from '../../src/logger.js';
 import { openStore } from '../../src/store/open.js';
 import { newEndpointId, newWebhookSecret } from '../../src/domain/webhook.js';
 import Database from '../../src/store/sqlite/driver.js';
-import { issueToken } from '../../src/tokens.js';
+import { issueToken } from '../../test/helpers/tokens.js';
 
 export const USERS = 20;
 export const BENCH_USER = userName(0);

@@ -11,11 +11,11 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { pino } from 'pino';
-import { DEFAULTS } from '../../src/config/index.js';
+import { DEFAULTS } from '../../src/config/load.js';
 import * as current from '../../src/http/auth/hooks.js';
 import type { Hook } from '../../src/http/auth/verifier.js';
 import type { Store, TokenRecord } from '../../src/store/store.js';
-import { generateToken } from '../../src/tokens.js';
+import { generateToken } from '../../src/domain/token.js';
 
 const { values: args } = parseArgs({ options: { baseline: { type: 'string' } } });
 

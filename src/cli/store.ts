@@ -1,23 +1,12 @@
 import { existsSync } from 'node:fs';
-import { loadDatabaseConfig, type DatabaseConfig } from '../config/index.js';
+import { describeStore, type DatabaseConfig } from '../config/database.js';
+import { loadDatabaseConfig } from '../config/load.js';
 import { processLogger } from '../logger.js';
 import { openStore, type OpenOptions } from '../store/open.js';
 import { NoStoreError, type Store } from '../store/store.js';
 
-/** The store as the CLI names it on stderr: a PostgreSQL URL keeps everything but its passwords. */
-export function describeStore(database: DatabaseConfig): string {
-  if (database.kind === 'sqlite') return `sqlite:${database.path}`;
-  let url: URL;
-  try {
-    url = new URL(database.url);
-  } catch {
-    return `${database.url.slice(0, database.url.indexOf(':'))}://… (unparsable URL, not shown: it may hold a password)`;
-  }
-  if (url.password !== '') url.password = '***';
-  // node-postgres also reads passwords from the query string (password=, sslpassword=).
-  for (const name of [...url.searchParams.keys()]) if (/password/i.test(name)) url.searchParams.set(name, '***');
-  return url.toString();
-}
+/** The option every command that uses the store takes. */
+export const DATABASE_OPTION = { 'database-url': { type: 'string' } } as const;
 
 /** How a command uses the store besides its operation. */
 interface StoreUse {
@@ -44,7 +33,7 @@ export async function withOpenedStore<S extends Store, T>(
   const config = loadDatabaseConfig(databaseUrl);
   // A relative default means a CLI run from another directory finds another store, or makes a new one
   // whose tokens the server never sees: say which store this is, and when it is new.
-  console.error(`using ${describeStore(config.database)}`);
+  console.error(`using ${describeStore(config.database, 'url')}`);
   if (config.database.kind === 'sqlite' && !existsSync(config.database.path)) {
     if (mustExistOption) throw new Error(`no store at ${config.database.path}: there is nothing to export`);
     if (missing !== undefined) {
@@ -74,7 +63,7 @@ export async function withOpenedStore<S extends Store, T>(
     });
   } catch (error) {
     if (!(error instanceof NoStoreError)) throw error;
-    throw new Error(`no store at ${describeStore(config.database)}: ${missing ?? 'there is nothing to export'} (give the command the server's DATABASE_URL)`);
+    throw new Error(`no store at ${describeStore(config.database, 'url')}: ${missing ?? 'there is nothing to export'} (give the command the server's DATABASE_URL)`);
   }
   try {
     return await use(store);

@@ -1,5 +1,5 @@
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
-import type { TrustProxy } from '../config/index.js';
+import type { TrustProxy } from '../config/values.js';
 import { ipv4Of, ipv6Groups } from '../domain/ip.js';
 
 /**

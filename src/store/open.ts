@@ -6,7 +6,7 @@ import type { MigrationsApplied } from './sql/migrations.js';
 import type { Store, StoreObserver } from './store.js';
 import type { TransferableStore } from './transfer.js';
 
-/** Where a store is (config/index.ts parses DATABASE_URL into this; store/ imports nothing of config). */
+/** Where a store is (config/database.ts parses DATABASE_URL into this; store/ imports nothing of config). */
 export type StoreLocation = { readonly kind: 'sqlite'; readonly path: string } | { readonly kind: 'postgres'; readonly url: string };
 
 export interface OpenOptions {
@@ -40,7 +40,7 @@ export interface OpenOptions {
 }
 
 /**
- * The one place a backend is chosen (used by server.ts, cli/index.ts and the test helper), and the one place
+ * The one place a backend is chosen (used by server.ts, the CLI (cli/store.ts, cli/data.ts) and the test helper), and the one place
  * that decides whether its lists are cached. PostgreSQL's are not: other instances write to it too, and
  * this one would not see their writes (see README).
  */

@@ -1,8 +1,11 @@
 import type { NewPlant, Plant } from '../domain/plant.js';
-import type { Scope } from '../domain/principal.js';
+import type { NewTokenRecord, TokenRecord } from '../domain/token.js';
 import type {
   AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, NewWebhookEndpoint, WebhookEndpoint,
 } from '../domain/webhook.js';
+
+// Where the backends and wrappers implementing the Store's token methods find these types.
+export type { NewTokenRecord, TokenRecord } from '../domain/token.js';
 
 /** What a create did: stored it, found the identical plant already stored, or found a different one. */
 export type CreateOutcome = 'created' | 'replayed' | 'conflict';
@@ -38,28 +41,6 @@ export interface PlantPage {
 export interface RateCount {
   readonly count: number;
   readonly resetInMs: number;
-}
-
-export interface TokenRecord {
-  readonly id: number;
-  readonly user: string;
-  readonly scopes: Scope[];
-  readonly admin: boolean;
-  readonly name: string | null;
-  readonly createdAt: Date;
-  readonly expiresAt: Date | null;
-  readonly revokedAt: Date | null;
-}
-
-export interface NewTokenRecord {
-  readonly hash: string;
-  readonly user: string;
-  readonly scopes: readonly Scope[];
-  readonly admin: boolean;
-  readonly name: string | null;
-  readonly expiresAt: Date | null;
-  /** When it is created, if the caller derived `expiresAt` from it (so that the lifetime is exact); else now. */
-  readonly createdAt?: Date;
 }
 
 /** The plants: created, listed, deleted. */

@@ -1,10 +1,10 @@
 import { parseInt64 } from '../domain/int64.js';
 import { NAME_MAX_CHARS, STORABLE_TEXT, TAG_MAX_CHARS } from '../domain/plant.js';
 import { isScope, SCOPES, userNameProblem, type Scope } from '../domain/principal.js';
+import { TOKEN_ID_IMPORT_MAX, TOKEN_ID_MAX } from '../domain/token.js';
 import type {
   EndpointTransferRecord, EventTransferRecord, PlantRecord, TokenTransferRecord, TransferCounts,
 } from '../store/transfer.js';
-import { TOKEN_ID_IMPORT_MAX, TOKEN_ID_MAX } from '../tokens.js';
 import { descriptionProblem, endpointUrlProblem } from '../webhooks/register.js';
 import { COUNT_OF, FORMAT, KINDS, VERSION, type Header, type Kind } from './format.js';
 
@@ -155,7 +155,7 @@ function scopes(value: unknown): Scope[] {
   return value as Scope[];
 }
 
-/** Room is left for the tokens the store creates after the imported ones, up to TOKEN_ID_MAX (tokens.ts). */
+/** Room is left for the tokens the store creates after the imported ones, up to TOKEN_ID_MAX (domain/token.ts). */
 function tokenId(value: unknown): number {
   if (typeof value === 'number' && Number.isSafeInteger(value) && value > TOKEN_ID_IMPORT_MAX) {
     throw new Bad(

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Config } from '../config/index.js';
+import type { Config } from '../config/load.js';
 import type { AttemptResult, ClaimedDelivery } from '../domain/webhook.js';
 import type { Store } from '../store/store.js';
 import { onEndpointDeleted } from './deletions.js';

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { TOKEN_CACHE_TTL_MS } from '../../src/http/auth/index.js';
-import { hashToken } from '../../src/tokens.js';
+import { hashToken } from '../../src/domain/token.js';
 import { bearer, create, errorBody, list, testApp } from '../helpers/app.js';
 
 const ROUTES = [
@@ -81,7 +81,7 @@ test('unknown or malformed tokens: 401 40101 with error="invalid_token"', async 
 
 test('an expired token is refused with 40101', async (t) => {
   const { app, token } = await testApp(t);
-  // Long enough for the first request on a loaded machine (300 ms was not, twice, under load).
+  // Long enough for the first request on a loaded machine, where a much shorter lifetime ran out before it.
   const secret = await token('alice', { expiresInMs: 2000 });
   assert.equal((await list(app, secret)).statusCode, 200);
   await sleep(2100);

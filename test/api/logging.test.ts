@@ -4,7 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { test, type TestContext } from 'node:test';
 import { buildApp } from '../../src/app.js';
 import { createLogger } from '../../src/logger.js';
-import { hashToken, issueToken } from '../../src/tokens.js';
+import { hashToken } from '../../src/domain/token.js';
+import { issueToken } from '../helpers/tokens.js';
 import { bearer, create, errorBody, list, testStore } from '../helpers/app.js';
 
 interface LogLine {

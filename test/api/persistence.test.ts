@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { hashToken } from '../../src/tokens.js';
+import { hashToken } from '../../src/domain/token.js';
 import { create, list, testApp } from '../helpers/app.js';
 
 test('plants and tokens survive closing the app and reopening the store', async (t) => {

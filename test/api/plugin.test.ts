@@ -6,7 +6,7 @@ import { createServer, plantstore } from '../../src/app.js';
 import { ERRORS } from '../../src/http/errors.js';
 import { LateStore } from '../../src/store/wrappers/late.js';
 import { SECURITY_HEADERS } from '../../src/http/plugins/security-headers.js';
-import { issueToken } from '../../src/tokens.js';
+import { issueToken } from '../helpers/tokens.js';
 import { bearer, errorBody, silentLogger, testApp, testStore } from '../helpers/app.js';
 
 /** A bound on waits that would otherwise hang the test: the failure this file guards against. */

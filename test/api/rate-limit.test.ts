@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { DEFAULTS } from '../../src/config/index.js';
+import { DEFAULTS } from '../../src/config/load.js';
 import { bearer, create, errorBody, list, testApp } from '../helpers/app.js';
 
 // Windows are fixed and aligned to the clock; an hour keeps a test from straddling a boundary.

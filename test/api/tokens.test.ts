@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { TOKEN_CACHE_TTL_MS } from '../../src/http/auth/index.js';
-import { generateToken, hashToken, REVOCATION_WITHIN_MS } from '../../src/tokens.js';
+import { generateToken, hashToken, REVOCATION_WITHIN_MS } from '../../src/domain/token.js';
 import { bearer, create, errorBody, list, testApp } from '../helpers/app.js';
 
 const SECRET = /^pst_[A-Za-z0-9_-]{43}$/;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { pagePath, TABLES, withTable } from '../../scripts/write-docs-tables.js';
+import { pagePath, TABLES, withTable } from '../../scripts/docs-tables.js';
 
 const page = (path: string): string => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 const readme = page('README.md');

@@ -8,13 +8,13 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import type { DestinationStream } from 'pino';
 import { buildApp, type AppOptions } from '../../src/app.js';
-import { parseDatabaseUrl, type DatabaseConfig } from '../../src/config/index.js';
+import { parseDatabaseUrl, type DatabaseConfig } from '../../src/config/database.js';
 import type { Scope } from '../../src/domain/principal.js';
 import { createLogger } from '../../src/logger.js';
 import { openStore } from '../../src/store/open.js';
 import Database from '../../src/store/sqlite/driver.js';
 import type { Store } from '../../src/store/store.js';
-import { issueToken } from '../../src/tokens.js';
+import { issueToken } from './tokens.js';
 
 /**
  * The backend every test runs against: PostgreSQL when PLANTSTORE_TEST_DATABASE_URL names one (each test

@@ -6,13 +6,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
-import type { DatabaseConfig } from '../../src/config/index.js';
+import type { DatabaseConfig } from '../../src/config/database.js';
 import { openStore, openTransferStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
 import { exportStore, type ExportSummary } from '../../src/transfer/export.js';
 import { importStore, type ImportSummary } from '../../src/transfer/import.js';
 import { fileSink } from '../../src/transfer/sink.js';
-import { issueToken } from '../../src/tokens.js';
+import { issueToken } from './tokens.js';
 import { allPages, bearer, create, silentLogger } from './app.js';
 
 /** A directory removed when the test ends. */

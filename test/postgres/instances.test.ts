@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { TOKEN_CACHE_TTL_MS } from '../../src/http/auth/index.js';
 import { openStore } from '../../src/store/open.js';
 import { loadMigrations } from '../../src/store/sql/migrations.js';
-import { hashToken } from '../../src/tokens.js';
+import { hashToken } from '../../src/domain/token.js';
 import { adminSql, BACKEND, create, list, nextUrl, silentLogger, testApp, testDatabase } from '../helpers/app.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');

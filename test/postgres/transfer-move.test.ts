@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { parseDatabaseUrl } from '../../src/config/index.js';
+import { parseDatabaseUrl } from '../../src/config/database.js';
 import { BACKEND, testDatabase } from '../helpers/app.js';
 import { runCli, startServer } from '../helpers/process.js';
 import { apiView, appOn, records, seedEdgeStore, tempDir } from '../helpers/transfer.js';

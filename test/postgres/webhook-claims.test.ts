@@ -6,7 +6,7 @@ import {
 } from '../../src/domain/webhook.js';
 import type { NewPlant } from '../../src/domain/plant.js';
 import type { Store } from '../../src/store/store.js';
-import { issueToken } from '../../src/tokens.js';
+import { issueToken } from '../helpers/tokens.js';
 import { adminSql, BACKEND, testStore } from '../helpers/app.js';
 import { eventually } from '../helpers/webhook-receiver.js';
 

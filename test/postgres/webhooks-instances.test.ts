@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import { newEndpointId, newWebhookSecret } from '../../src/domain/webhook.js';
 import { openStore } from '../../src/store/open.js';
-import { issueToken } from '../../src/tokens.js';
+import { issueToken } from '../helpers/tokens.js';
 import { Dispatcher } from '../../src/webhooks/dispatcher.js';
 import { BACKEND, silentLogger, testDatabase, testStore } from '../helpers/app.js';
 import { startServer } from '../helpers/process.js';

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
-import { describeStore } from '../../src/cli/store.js';
-import { OPTIONS, parseDatabaseUrl, type OptionInfo } from '../../src/config/index.js';
+import { describeStore, parseDatabaseUrl } from '../../src/config/database.js';
+import { OPTIONS, type OptionInfo } from '../../src/config/options.js';
 import { testDatabase, testStore } from '../helpers/app.js';
-import { generateToken, hashToken } from '../../src/tokens.js';
+import { generateToken, hashToken } from '../../src/domain/token.js';
 import { FATAL, logLines, runCli, startServer } from '../helpers/process.js';
 
 const TOKEN = /^pst_[A-Za-z0-9_-]{43}$/;
@@ -191,7 +191,7 @@ test('serve --help prints aligned columns: each option with its variable, defaul
 test('every command that opens a store names it on stderr; stdout keeps only the output', async (t) => {
   const db = await testDatabase(t);
   const env = { DATABASE_URL: db.url };
-  const using = `using ${describeStore(parseDatabaseUrl(db.url))}\n`;
+  const using = `using ${describeStore(parseDatabaseUrl(db.url), 'url')}\n`;
   const created = await runCli(['token', 'create', '--user', 'alice'], env);
   assert.equal(created.code, 0, created.stderr);
   assert.ok(created.stderr.startsWith(using), created.stderr);

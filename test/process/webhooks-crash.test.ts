@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { test, type TestContext } from 'node:test';
 import { newEndpointId, newWebhookSecret, type WebhookEndpoint } from '../../src/domain/webhook.js';
 import { openStore } from '../../src/store/open.js';
-import { issueToken } from '../../src/tokens.js';
+import { issueToken } from '../helpers/tokens.js';
 import { silentLogger, testDatabase, type TestDatabase } from '../helpers/app.js';
 import { startServer } from '../helpers/process.js';
 import { eventually, receiver } from '../helpers/webhook-receiver.js';

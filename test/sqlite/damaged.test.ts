@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, openSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { parseDatabaseUrl } from '../../src/config/index.js';
+import { parseDatabaseUrl } from '../../src/config/database.js';
 import { openStore } from '../../src/store/open.js';
 import { BACKEND, silentLogger } from '../helpers/app.js';
 import { spawnServer } from '../helpers/process.js';

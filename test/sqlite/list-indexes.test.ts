@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { parseDatabaseUrl } from '../../src/config/index.js';
+import { parseDatabaseUrl } from '../../src/config/database.js';
 import type { ListShape } from '../../src/store/sql/lists.js';
 import { openStore } from '../../src/store/open.js';
 import { pageText } from '../../src/store/sqlite/lists.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, chownSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { parseDatabaseUrl } from '../../src/config/index.js';
+import { parseDatabaseUrl } from '../../src/config/database.js';
 import { openStore } from '../../src/store/open.js';
 import { StoreLockedError } from '../../src/store/sqlite/index.js';
 import { BACKEND, silentLogger } from '../helpers/app.js';

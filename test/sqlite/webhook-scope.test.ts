@@ -3,10 +3,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { buildApp } from '../../src/app.js';
-import { parseDatabaseUrl } from '../../src/config/index.js';
+import { parseDatabaseUrl } from '../../src/config/database.js';
 import { openStore } from '../../src/store/open.js';
 import Database from '../../src/store/sqlite/driver.js';
-import { hashToken } from '../../src/tokens.js';
+import { hashToken } from '../../src/domain/token.js';
 import { BACKEND, bearer, silentLogger } from '../helpers/app.js';
 import { tempDir } from '../helpers/sqlite-spawn.js';
 

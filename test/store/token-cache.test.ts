@@ -3,7 +3,8 @@ import { test, type TestContext } from 'node:test';
 import { OpaqueTokenVerifier, TOKEN_CACHE_TTL_MS } from '../../src/http/auth/opaque.js';
 import { Refusal } from '../../src/http/auth/verifier.js';
 import type { Store } from '../../src/store/store.js';
-import { generateToken, issueToken } from '../../src/tokens.js';
+import { generateToken } from '../../src/domain/token.js';
+import { issueToken } from '../helpers/tokens.js';
 import { testStore } from '../helpers/app.js';
 
 /** A verifier on a real store, whose token reads are counted (the verifier reads nothing else). */

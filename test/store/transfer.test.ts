@@ -6,7 +6,7 @@ import { openTransferStore } from '../../src/store/open.js';
 import { ImportConflictError } from '../../src/transfer/import.js';
 import { exportStore } from '../../src/transfer/export.js';
 import { fileSink } from '../../src/transfer/sink.js';
-import { issueToken } from '../../src/tokens.js';
+import { issueToken } from '../helpers/tokens.js';
 import { bearer, create, errorBody, list, silentLogger, testApp, testDatabase } from '../helpers/app.js';
 import { apiView, appOn, exportTo, importFrom, records, seedEdgeStore, tempDir } from '../helpers/transfer.js';
 

@@ -5,7 +5,7 @@ import type { Principal } from '../../src/domain/principal.js';
 import { bearerAuth, Refusal, requireScope, type Verdict, type Verifier } from '../../src/http/auth/index.js';
 import { OpaqueTokenVerifier } from '../../src/http/auth/opaque.js';
 import { toApiError } from '../../src/http/errors.js';
-import { issueToken } from '../../src/tokens.js';
+import { issueToken } from '../helpers/tokens.js';
 import { bearer, errorBody, testStore } from '../helpers/app.js';
 
 /** What a JWT verifier looks like from the outside: chosen by shape, answering asynchronously. */

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { newWebhookSecret, webhookBody } from '../../src/domain/webhook.js';
 import { endpointDeleted } from '../../src/webhooks/deletions.js';
 import { Sender } from '../../src/webhooks/sender.js';
-import { issueToken } from '../../src/tokens.js';
+import { issueToken } from '../helpers/tokens.js';
 import { testStore } from '../helpers/app.js';
 import { add, attempts, dispatcher, register, verify } from '../helpers/webhook-dispatch.js';
 import { eventually, freePort, receiver, sleep } from '../helpers/webhook-receiver.js';

@@ -6,7 +6,7 @@ import {
   type AttemptResult, type ClaimedDelivery, type ClaimRequest, type NewWebhookEndpoint,
 } from '../../src/domain/webhook.js';
 import type { Store } from '../../src/store/store.js';
-import { issueToken } from '../../src/tokens.js';
+import { issueToken } from '../helpers/tokens.js';
 import { testStore } from '../helpers/app.js';
 
 // The webhook methods of the Store, on every backend: the outbox queued by the create's own transaction,

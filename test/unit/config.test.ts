@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { test } from 'node:test';
-import { allowedValues, ConfigError, configTableMarkdown, loadConfig, loadLogConfig, OPTIONS, type OptionInfo } from '../../src/config/index.js';
+import { configTableMarkdown } from '../../scripts/docs-tables.js';
+import { ConfigError } from '../../src/config/error.js';
+import { loadConfig, loadLogConfig } from '../../src/config/load.js';
+import { allowedValues, OPTIONS, type OptionInfo } from '../../src/config/options.js';
 
 test('defaults: port 8080 on 127.0.0.1, info logs, ./data/plantstore.db, rate limit off', () => {
   assert.deepEqual(loadConfig({}, {}), {

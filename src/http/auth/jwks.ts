@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { createLocalJWKSet, type JSONWebKeySet, type JWSHeaderParameters, type FlattenedJWSInput, type CryptoKey } from 'jose';
-import { providerUrlProblem } from '../../config/index.js';
+import { providerUrlProblem } from '../../config/values.js';
 import { screenKeys } from './key-screen.js';
 
 /*

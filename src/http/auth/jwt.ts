@@ -3,7 +3,7 @@ import {
   decodeProtectedHeader, errors, jwtVerify,
   type CryptoKey, type FlattenedJWSInput, type JWSHeaderParameters, type JWTPayload, type JWTVerifyOptions,
 } from 'jose';
-import type { Config } from '../../config/index.js';
+import type { Config } from '../../config/load.js';
 import { isScope, NO_TOKEN_ID, userNameProblem, type Principal, type Scope } from '../../domain/principal.js';
 import { ApiError, ERRORS } from '../errors.js';
 import { ProviderKeys, type KeySet } from './jwks.js';
@@ -15,7 +15,7 @@ export type JwtSettings = Pick<
   'jwtIssuer' | 'jwtJwksUrl' | 'jwtAudience' | 'jwtAlgorithms' | 'jwtClockSkewMs' | 'jwtUserClaim' | 'jwtDefaultScopes'
 >;
 
-/** Whether JWTs are on: a key source is configured (config/index.ts then guarantees an audience). */
+/** Whether JWTs are on: a key source is configured (config/load.ts then guarantees an audience). */
 export function jwtConfigured(settings: JwtSettings): boolean {
   return settings.jwtIssuer !== null || settings.jwtJwksUrl !== null;
 }

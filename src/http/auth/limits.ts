@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import type { Rate } from '../../config/index.js';
+import type { Rate } from '../../config/values.js';
 import { NO_TOKEN_ID, type Principal } from '../../domain/principal.js';
 import type { RateCount, Store } from '../../store/store.js';
 import type { Hook } from './verifier.js';

@@ -1,6 +1,6 @@
 import { userNameProblem, type Principal } from '../../domain/principal.js';
-import type { Store, TokenRecord } from '../../store/store.js';
-import { hashToken, looksLikeToken, REVOCATION_WITHIN_MS } from '../../tokens.js';
+import { hashToken, looksLikeToken, REVOCATION_WITHIN_MS, type TokenRecord } from '../../domain/token.js';
+import type { Store } from '../../store/store.js';
 import { Refusal, type Verdict, type Verifier } from './verifier.js';
 
 /**
@@ -26,9 +26,8 @@ interface CacheEntry {
 /**
  * Reads each token from the store at most once per TTL; concurrent lookups of one token share a read.
  *
- * Keyed by the bearer string itself, so that a cached token costs one Map lookup: hashing it on every
- * request was the largest cost of ours left on a cached list (docs/performance.md), and the JWT verifier
- * keys its cache by the token too. The store still sees only hashes; the strings live
+ * Keyed by the bearer string itself, so that a cached token costs one Map lookup rather than a SHA-256
+ * on every request, as the JWT verifier keys its cache by the token too. The store still sees only hashes; the strings live
  * in this process's memory only, for a bounded time: an entry read more than a TTL ago is dropped as
  * soon as any token is read from the store, so a token is held at most a TTL after its last read, or
  * until the next read of a token after that (and at most TOKEN_CACHE_MAX_ENTRIES of them at once).
@@ -113,7 +112,7 @@ function judge(record: TokenRecord | null, now: number, entry?: CacheEntry): Ver
 }
 
 /**
- * Opaque tokens (`pst_…`, tokens.ts): looked up by SHA-256 hash in the store, through a cache per app.
+ * Opaque tokens (`pst_…`, domain/token.ts): looked up by SHA-256 hash in the store, through a cache per app.
  * Any bearer string that no other verifier claims comes here, and is refused as unknown if it is not one.
  */
 export class OpaqueTokenVerifier implements Verifier {

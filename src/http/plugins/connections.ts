@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Config } from '../../config/index.js';
+import type { Config } from '../../config/load.js';
 import { clientKey, trustedProxies } from '../client-address.js';
 import { closeQuiet, type Watched } from './shutdown.js';
 

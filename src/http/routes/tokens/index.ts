@@ -2,8 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { parseDuration } from '../../../domain/duration.js';
 import type { Principal } from '../../../domain/principal.js';
-import type { Store, TokenRecord } from '../../../store/store.js';
-import { issueToken, parseTokenId, TokenRequestError, tokenStatus } from '../../../tokens.js';
+import { newToken, parseTokenId, tokenCreateFailure, TokenRequestError, tokenStatus, type TokenRecord } from '../../../domain/token.js';
+import type { Store } from '../../../store/store.js';
 import { REALM, type AuthSteps } from '../../auth/index.js';
 import type { Hook } from '../../auth/verifier.js';
 import { ApiError, ERRORS } from '../../errors.js';
@@ -70,6 +70,15 @@ function tokenRequest(body: NewTokenBody) {
   return { user: body.user, scopes: body.scopes, admin: body.admin ?? false, name: body.name, expiresInMs };
 }
 
+/** The token the request asks for: its secret and the record to store; a request no token can be made for is 40007. */
+function requestedToken(body: NewTokenBody): ReturnType<typeof newToken> {
+  try {
+    return newToken(tokenRequest(body));
+  } catch (error) {
+    throw error instanceof TokenRequestError ? invalid(error.message) : error;
+  }
+}
+
 export interface TokenRoutesOptions {
   readonly store: Store;
   /** The app's authentication steps (shared with the other routes: one token cache). */
@@ -109,9 +118,8 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<TokenRoutesOptions> = async 
       },
     },
     async (request, reply) => {
-      const { secret, record } = await issueToken(store, tokenRequest(request.body)).catch((error: unknown) => {
-        throw error instanceof TokenRequestError ? invalid(error.message) : error;
-      });
+      const { secret, record: unsaved } = requestedToken(request.body);
+      const record = await store.tokens.createToken(unsaved).catch(tokenCreateFailure);
       const created: CreatedTokenView = { ...tokenView(record, Date.now()), secret };
       return reply.code(201).send(created);
     },

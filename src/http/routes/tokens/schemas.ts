@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { SCOPES, type Scope } from '../../../domain/principal.js';
 import { DURATION } from '../../../domain/duration.js';
-import { TOKEN_ID_MAX } from '../../../tokens.js';
+import { TOKEN_ID_MAX } from '../../../domain/token.js';
 
 /**
  * The schemas of the /tokens routes, published under components.schemas (see schemas.ts). Responses are

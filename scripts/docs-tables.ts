@@ -1,10 +1,23 @@
-// npm run docs:tables: writes the tables the docs generate from the code into the pages that hold them,
-// between their markers (`<!-- generated: NAME … -->` and `<!-- end of the generated table -->`).
+// npm run docs:tables: writes the tables the documentation generates from the code's own tables (the
+// configuration table from config/options.ts, the error table from http/errors.ts) into the pages that hold
+// them, between their markers (`<!-- generated: NAME … -->` and `<!-- end of the generated table -->`).
 // test/contract/docs.test.ts fails when a page's table is not what this would write.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { configTableMarkdown } from '../src/config/index.js';
+import { allowedValues, OPTIONS, type OptionInfo } from '../src/config/options.js';
 import { errorTableMarkdown } from '../src/http/errors.js';
+
+/** The configuration table: every option's variable, `serve` flag, default and meaning. */
+export function configTableMarkdown(): string {
+  const rows = OPTIONS.map((o: OptionInfo) => {
+    const allowed = allowedValues(o);
+    const meaning = allowed === undefined ? o.help : `${o.help}. ${allowed[0]?.toUpperCase()}${allowed.slice(1)}.`;
+    // An empty code span (``) renders as two backticks.
+    const def = o.default === '' ? '(empty)' : `\`${o.default}\``;
+    return `| \`${o.env}\` | \`--${o.flag}\` | ${def} | ${meaning} |`;
+  });
+  return ['| Variable | `serve` flag | Default | Meaning |', '|---|---|---|---|', ...rows].join('\n');
+}
 
 export interface GeneratedTable {
   /** The page, from the repository's root. */

@@ -1,6 +1,5 @@
 import { hash, randomBytes } from 'node:crypto';
-import { SCOPES, userNameProblem, type Scope } from './domain/principal.js';
-import type { Store, TokenRecord } from './store/store.js';
+import { SCOPES, userNameProblem, type Scope } from './principal.js';
 
 /** A recognisable prefix lets secret scanners (and people) tell a plantstore token at a glance. */
 export const TOKEN_PREFIX = 'pst_';
@@ -60,9 +59,32 @@ export function looksLikeToken(bearer: string): boolean {
  * there is nothing to brute-force. (A slow KDF is for low-entropy passwords, and would cost every request.)
  */
 export function hashToken(token: string): string {
-  // The one-shot crypto.hash (Node 20.12+) makes no Hash object: about half the CPU of createHash for
-  // a token, and every request that carries one pays it.
+  // The one-shot crypto.hash (Node 20.12+) makes no Hash object, which createHash would for every
+  // request that carries a token.
   return hash('sha256', token, 'hex');
+}
+
+/** A token as the store gives it back: neither its secret (never stored) nor its hash. */
+export interface TokenRecord {
+  readonly id: number;
+  readonly user: string;
+  readonly scopes: Scope[];
+  readonly admin: boolean;
+  readonly name: string | null;
+  readonly createdAt: Date;
+  readonly expiresAt: Date | null;
+  readonly revokedAt: Date | null;
+}
+
+export interface NewTokenRecord {
+  readonly hash: string;
+  readonly user: string;
+  readonly scopes: readonly Scope[];
+  readonly admin: boolean;
+  readonly name: string | null;
+  readonly expiresAt: Date | null;
+  /** When it is created, if the caller derived `expiresAt` from it (so that the lifetime is exact); else now. */
+  readonly createdAt?: Date;
 }
 
 export interface TokenRequest {
@@ -83,16 +105,19 @@ export function tokenStatus(t: TokenRecord, now = Date.now()): TokenStatus {
   return t.expiresAt !== null && t.expiresAt.getTime() <= now ? 'expired' : 'active';
 }
 
-/** Creates a token; the secret is returned once and only its hash is stored. */
-export async function issueToken(store: Store, req: TokenRequest): Promise<{ secret: string; record: TokenRecord }> {
+/**
+ * A new token: its secret, to be shown once, and the record to store, which holds only the secret's
+ * hash. The caller stores the record (`store.createToken(record).catch(tokenCreateFailure)`), so the
+ * secret never reaches the store. Throws TokenRequestError for a request no token can be made for.
+ */
+export function newToken(req: TokenRequest, now = Date.now()): { secret: string; record: NewTokenRecord } {
   const problem = userNameProblem(req.user);
   if (problem) throw new TokenRequestError(`user name ${problem}`);
   const nameProblem = req.name === undefined ? null : userNameProblem(req.name);
   if (nameProblem) throw new TokenRequestError(`token name ${nameProblem}`);
   const scopes = req.scopes === undefined || req.scopes.length === 0 ? [...SCOPES] : [...new Set(req.scopes)];
   const secret = generateToken();
-  const now = Date.now();
-  const record = await store.tokens.createToken({
+  const record: NewTokenRecord = {
     hash: hashToken(secret),
     user: req.user,
     scopes,
@@ -101,13 +126,19 @@ export async function issueToken(store: Store, req: TokenRequest): Promise<{ sec
     // One instant for both, so that expiresAt - createdAt is exactly the lifetime asked for.
     createdAt: new Date(now),
     expiresAt: req.expiresInMs === undefined ? null : new Date(now + req.expiresInMs),
-  }).catch((error: unknown) => {
-    if (!(error instanceof Error) || !error.message.includes(ID_GUARD)) throw error;
-    throw new Error(
-      `no token id is left: token ids end at ${TOKEN_ID_MAX} (2^53 - 1, so that every client reads them exactly), and this ` +
-        'store has given out the last one (an import of a very large id, by an earlier version, can lead there)',
-      { cause: error },
-    );
-  });
+  };
   return { secret, record };
+}
+
+/**
+ * Rethrows why the store refused a new token: its refusal to pass TOKEN_ID_MAX in words a user can act
+ * on, anything else as it is. For `.catch` after `store.createToken`.
+ */
+export function tokenCreateFailure(error: unknown): never {
+  if (!(error instanceof Error) || !error.message.includes(ID_GUARD)) throw error;
+  throw new Error(
+    `no token id is left: token ids end at ${TOKEN_ID_MAX} (2^53 - 1, so that every client reads them exactly), and this ` +
+      'store has given out the last one (an import of a very large id, by an earlier version, can lead there)',
+    { cause: error },
+  );
 }

@@ -1,22 +1,11 @@
-import { isIP } from 'node:net';
-import envSchema from 'env-schema';
 import { Type, type TSchema } from 'typebox';
-import { asTyped, ConfigError } from './error.js';
-import { DATABASE_URL_REFUSAL, parseDatabaseUrl } from './database.js';
 import { DURATION, parseDuration } from '../domain/duration.js';
-import { isScope, type Scope } from '../domain/principal.js';
-
-export { ConfigError } from './error.js';
-export { parseDatabaseUrl, type DatabaseConfig } from './database.js';
-
-/** At most `limit` events per `windowMs`, counted in fixed windows. */
-export interface Rate {
-  readonly limit: number;
-  readonly windowMs: number;
-}
-
-/** Fastify's trustProxy: false, or the proxies' addresses/CIDRs (and proxy-addr's named ranges). */
-export type TrustProxy = false | string;
+import { DATABASE_URL_REFUSAL, parseDatabaseUrl } from './database.js';
+import { ConfigError } from './error.js';
+import {
+  JWT_ALGORITHMS, LOG_FORMATS, LOG_LEVELS, parseJwtAlgorithms, parseJwtDefaultScopes, parseRate, parseTrustProxy, providerUrlProblem, RATE,
+  rateRefusal, trustProxyRefusal, type LogFormatSetting, type Rate,
+} from './values.js';
 
 /** What a number or duration option accepts, for `serve --help` and the README (others say so in their help). */
 export type OptionValues = { readonly kind: 'integer'; readonly min: number; readonly max: number } | { readonly kind: 'duration' };
@@ -38,76 +27,6 @@ interface Option<K extends string, T> {
   /** The message when the text does not have the schema's shape; it names the variable. */
   refusal(value: string): string;
   parse(value: string): T;
-}
-
-const RATE = /^([1-9]\d{0,8})\/(second|minute|hour)$/;
-const WINDOW_MS = { second: 1000, minute: 60_000, hour: 3_600_000 } as const;
-
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-/** LOG_FORMAT: auto is pretty on a terminal, JSON otherwise (src/logger.ts decides). */
-export type LogFormatSetting = 'auto' | 'json' | 'pretty';
-const LOG_FORMATS: readonly LogFormatSetting[] = ['auto', 'json', 'pretty'];
-
-/**
- * The asymmetric signature algorithms a key set can verify. `none` and HMAC (HS256, HS384, HS512) are not
- * among them: an HMAC key is a shared secret, and a public key set must never be used as one (the
- * classic "alg confusion" attack).
- */
-export const JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'] as const;
-export type JwtAlgorithm = (typeof JWT_ALGORITHMS)[number];
-
-function parseJwtAlgorithms(value: string): readonly JwtAlgorithm[] {
-  const names = value.split(',').map((a) => a.trim()).filter(Boolean);
-  if (names.length === 0) throw new ConfigError('JWT_ALGORITHMS must name at least one algorithm');
-  for (const name of names) {
-    if (name.toLowerCase() === 'none' || /^HS\d+$/i.test(name)) {
-      throw new ConfigError(`JWT_ALGORITHMS: ${name} is never accepted (unsigned, or an HMAC shared secret rather than a key set's public key)`);
-    }
-    if (!(JWT_ALGORITHMS as readonly string[]).includes(name)) {
-      throw new ConfigError(`JWT_ALGORITHMS: unknown algorithm "${name}"; algorithms are ${JWT_ALGORITHMS.join(', ')}`);
-    }
-  }
-  return [...new Set(names)] as JwtAlgorithm[];
-}
-
-function parseJwtDefaultScopes(value: string): readonly Scope[] {
-  const names = value.split(/[\s,]+/).filter(Boolean);
-  for (const name of names) {
-    if (name === 'plants:admin') throw new ConfigError('JWT_DEFAULT_SCOPES must not grant plants:admin (it would make every user of the provider an admin)');
-    if (!isScope(name)) throw new ConfigError(`JWT_DEFAULT_SCOPES: unknown scope "${name}"`);
-  }
-  return [...new Set(names)] as Scope[];
-}
-
-const LOOPBACK_HOSTS = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
-
-/**
- * A provider URL: https, or http on a loopback address only (a test stand-in, a local provider): keys
- * fetched over plain HTTP from elsewhere could be replaced by anyone on the path.
- */
-export function providerUrlProblem(value: string): string | null {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return 'is not a URL';
-  }
-  if (url.protocol === 'https:') return null;
-  if (url.protocol === 'http:' && LOOPBACK_HOSTS.test(url.hostname)) return null;
-  return 'must be an https:// URL (http:// only on a loopback address)';
-}
-
-function providerUrlOption<K extends string>(key: K, env: string, help: string): Option<K, string | null> {
-  return option(key, env, '', help, {
-    schema: Type.String(),
-    refusal: (value) => `${env} must be an https:// URL, got "${value}"`,
-    parse(value) {
-      if (value === '') return null;
-      const problem = providerUrlProblem(value);
-      if (problem) throw new ConfigError(`${env} ${problem}, got "${value}"`);
-      return value;
-    },
-  });
 }
 
 /**
@@ -157,23 +76,13 @@ export const OPTIONS = [
     'listCachePlants', 'LIST_CACHE_PLANTS', '100000',
     'SQLite: plants kept in memory in recently listed pages, never stale; the cache also stays under 256 bytes × this, empty pages included (0 turns it off)', 0, 1_000_000_000,
   ),
-  option(
+  onOffOption(
     'accessLog', 'ACCESS_LOG', 'off',
     'on: log one line per request (method, URL, status, duration); off leaves that to the load balancer',
-    {
-      schema: Type.String({ enum: ['on', 'off'] }),
-      refusal: (value) => `ACCESS_LOG must be on or off, got "${value}"`,
-      parse: (value) => value === 'on',
-    },
   ),
-  option(
+  onOffOption(
     'docs', 'DOCS', 'on',
     'on: serve the interactive API reference (Swagger UI, every file from this server) at /docs; off: /docs is 404',
-    {
-      schema: Type.String({ enum: ['on', 'off'] }),
-      refusal: (value) => `DOCS must be on or off, got "${value}"`,
-      parse: (value) => value === 'on',
-    },
   ),
   integerOption('maxBodySize', 'MAX_BODY_SIZE', '65536', 'Largest request body in bytes (larger: 413)', 1, 10 * 1024 * 1024),
   integerOption('maxHeaderSize', 'MAX_HEADER_SIZE', '16384', 'Largest request line plus headers in bytes (larger: 431)', 1024, 1024 * 1024),
@@ -187,20 +96,10 @@ export const OPTIONS = [
     'trustProxy', 'TRUST_PROXY', 'off',
     'Proxies whose X-Forwarded-For names the client: off, or comma-separated addresses/CIDRs (loopback, uniquelocal also)',
     {
-      // Not empty; each entry is an IP address (node:net's isIP, which takes IPv6 zone ids such as
-      // %eth0, so no pattern can say it) or a named range, checked in parse.
+      // Not empty; each entry is checked in parse, where an IPv6 zone id (%eth0) can be told apart.
       schema: Type.String({ minLength: 1 }),
       refusal: trustProxyRefusal,
-      parse(value): TrustProxy {
-        if (value === 'off') return false;
-        const valid = (entry: string) => {
-          if (['loopback', 'linklocal', 'uniquelocal'].includes(entry)) return true;
-          const [address = '', prefix] = entry.split('/');
-          return isIP(address) !== 0 && (prefix === undefined || /^\d{1,3}$/.test(prefix));
-        };
-        if (value.split(',').every((e) => valid(e.trim()))) return value;
-        throw new ConfigError(trustProxyRefusal(value));
-      },
+      parse: parseTrustProxy,
     },
   ),
   option(
@@ -221,14 +120,9 @@ export const OPTIONS = [
   ),
   rateOption('authFailureLimit', 'AUTH_FAILURE_LIMIT', '60/minute', 'Failed authentications per client address (an IPv6 client: its /64) before 429 (N/second, N/minute, N/hour, or off)'),
   rateOption('rateLimit', 'RATE_LIMIT', 'off', 'Requests per token before 429 (N/second, N/minute, N/hour, or off); shared by all instances'),
-  option(
+  onOffOption(
     'webhookAllowPrivate', 'WEBHOOK_ALLOW_PRIVATE', 'off',
     'on: webhooks may call loopback, private, link-local and other internal addresses (local development and tests only); off refuses them at registration and at every delivery',
-    {
-      schema: Type.String({ enum: ['on', 'off'] }),
-      refusal: (value) => `WEBHOOK_ALLOW_PRIVATE must be on or off, got "${value}"`,
-      parse: (value) => value === 'on',
-    },
   ),
   integerOption('webhookMaxPerUser', 'WEBHOOK_MAX_PER_USER', '10', 'Webhook endpoints one user may register', 1, 10_000),
   durationOption('webhookTimeoutMs', 'WEBHOOK_TIMEOUT', '10s', 'A webhook receiver must answer 2xx within this time, else the attempt failed'),
@@ -303,31 +197,12 @@ export const OPTIONS = [
   }),
 ] as const;
 
-type Options = (typeof OPTIONS)[number];
-
-/** Checks between settings, which no single option's parse can make. */
-function checkTogether(config: Config): void {
-  if ((config.jwtIssuer !== null || config.jwtJwksUrl !== null) && config.jwtAudience === null) {
-    throw new ConfigError(
-      'JWT_AUDIENCE is required when JWT_ISSUER or JWT_JWKS_URL is set (the client id or API identifier your tokens are issued for): without it, a token issued for any other application of the provider would be accepted',
-    );
-  }
-  // Metrics are never served on the API port; the same port would also fail to listen, less clearly.
-  if (config.metricsPort !== null && config.metricsPort !== 0 && config.metricsPort === config.port) {
-    throw new ConfigError(`METRICS_PORT must differ from PORT (${config.port}): metrics have a listener of their own`);
-  }
-}
+/** The table's options, each with its own key and value type: Config (load.ts) is made of them. */
+export type TableOption = (typeof OPTIONS)[number];
 
 function metricsPortRefusal(value: string): string {
   return `METRICS_PORT must be empty (no metrics) or a whole number from 0 to 65535, got "${value}"`;
 }
-
-function trustProxyRefusal(value: string): string {
-  return `TRUST_PROXY must be off or comma-separated proxy addresses/CIDRs, got "${value}"`;
-}
-
-/** The settings, typed by the table: each key's type is what its option's parse returns. */
-export type Config = { readonly [O in Options as O['key']]: ReturnType<O['parse']> };
 
 /** An option whose flag is its variable's name in kebab case (DATABASE_URL → --database-url). */
 function option<K extends string, T>(
@@ -366,6 +241,15 @@ function durationOption<K extends string>(key: K, env: string, def: string, help
   });
 }
 
+/** on or off, read as true or false. */
+function onOffOption<K extends string>(key: K, env: string, def: 'on' | 'off', help: string): Option<K, boolean> {
+  return option(key, env, def, help, {
+    schema: Type.String({ enum: ['on', 'off'] }),
+    refusal: (value) => `${env} must be on or off, got "${value}"`,
+    parse: (value) => value === 'on',
+  });
+}
+
 function rateOption<K extends string>(key: K, env: string, def: string, help: string): Option<K, Rate | null> {
   return option(key, env, def, help, {
     schema: Type.String({ pattern: `^(off|${RATE.source.slice(1, -1)})$` }),
@@ -374,101 +258,17 @@ function rateOption<K extends string>(key: K, env: string, def: string, help: st
   });
 }
 
-function rateRefusal(name: string, value: string): string {
-  return `${name} must look like 600/minute (or N/second, N/hour) or be off, got "${value}"`;
-}
-
-export function parseRate(name: string, value: string): Rate | null {
-  if (value === 'off') return null;
-  const m = RATE.exec(value);
-  if (!m) throw new ConfigError(rateRefusal(name, value));
-  return { limit: Number(m[1]), windowMs: WINDOW_MS[m[2] as keyof typeof WINDOW_MS] };
-}
-
-/**
- * The raw settings as one object schema, keyed by variable: env-schema validates them all in one pass
- * and fills in the defaults. Built once; ajv compiles it on first use and keeps the compiled validator.
- */
-const RAW_SCHEMA = Type.Object(
-  Object.fromEntries(OPTIONS.map((o) => [o.env, { ...o.schema, default: o.default }])),
-  { additionalProperties: false },
-);
-
-/** Flags win over the environment, which wins over defaults. */
-export function loadConfig(flags: Readonly<Record<string, string | undefined>> = {}, env: NodeJS.ProcessEnv = process.env): Config {
-  const given: Record<string, string> = {};
-  for (const o of OPTIONS) {
-    const value = flags[o.flag] ?? env[o.env];
-    if (value !== undefined) given[o.env] = value;
-  }
-  try {
-    // env: false, since the caller passes the environment (tests pass their own); our strings need no
-    // coercion (every schema is a string), so env-schema's shared ajv instance is used as it is.
-    let raw: Record<string, unknown>;
-    try {
-      raw = envSchema({ schema: RAW_SCHEMA, data: given, env: false });
-    } catch (error) {
-      throw refusalOf(error, given);
-    }
-    return configOf(raw);
-  } catch (error) {
-    throw error instanceof ConfigError ? asTyped(error, OPTIONS.filter((o) => flags[o.flag] !== undefined)) : error;
-  }
-}
-
-/** The settings from validated raw text: each option's parse, in table order. */
-function configOf(raw: Record<string, unknown>): Config {
-  const config: Partial<Record<Options['key'], unknown>> = {};
-  for (const o of OPTIONS) config[o.key] = o.parse(String(raw[o.env]));
-  // Every key of the table is set just above, each to its parse's type, which is what Config says.
-  checkTogether(config as Config);
-  return config as Config;
-}
-
-/**
- * env-schema's error, as the message of the first option it names (ajv reports properties in table
- * order). Its own text ("env/PORT must match pattern …") names the pattern, not what the setting takes.
- */
-function refusalOf(error: unknown, given: Readonly<Record<string, string>>): ConfigError {
-  const errors = (error as { errors?: ReadonlyArray<{ instancePath: string }> }).errors ?? [];
-  const name = errors[0]?.instancePath.split('/')[1];
-  const o = OPTIONS.find((candidate) => candidate.env === name);
-  if (o === undefined) return new ConfigError(error instanceof Error ? error.message : String(error));
-  return new ConfigError(o.refusal(given[o.env] ?? o.default));
-}
-
-/** Every setting at its default, from the table above; the HTTP layer's defaults come from here. */
-export const DEFAULTS: Config = loadConfig({}, {});
-
-/** Only the database settings, for commands that need nothing else (token, migrate). */
-export function loadDatabaseConfig(
-  databaseUrlFlag: string | undefined,
-  env: NodeJS.ProcessEnv = process.env,
-): Pick<Config, 'database' | 'databasePoolSize' | 'databaseStartupTimeoutMs' | 'logFormat'> {
-  const config = loadConfig({ 'database-url': databaseUrlFlag }, env);
-  return {
-    database: config.database, databasePoolSize: config.databasePoolSize, databaseStartupTimeoutMs: config.databaseStartupTimeoutMs,
-    logFormat: config.logFormat,
-  };
-}
-
-/**
- * LOG_LEVEL and LOG_FORMAT alone, each at its default when its own value is refused: how `serve` logs
- * a configuration it refuses (which may be one of these two).
- */
-export function loadLogConfig(
-  flags: Readonly<Record<string, string | undefined>>,
-  env: NodeJS.ProcessEnv = process.env,
-): Pick<Config, 'logLevel' | 'logFormat'> {
-  const one = <K extends 'logLevel' | 'logFormat'>(key: K): Config[K] => {
-    const o = OPTIONS.find((candidate) => candidate.key === key) as OptionInfo;
-    try {
-      return loadConfig({ [o.flag]: flags[o.flag] }, { [o.env]: env[o.env] })[key];
-    } catch {
-      return DEFAULTS[key];
-    }
-  };
-  return { logLevel: one('logLevel'), logFormat: one('logFormat') };
+function providerUrlOption<K extends string>(key: K, env: string, help: string): Option<K, string | null> {
+  return option(key, env, '', help, {
+    schema: Type.String(),
+    refusal: (value) => `${env} must be an https:// URL, got "${value}"`,
+    parse(value) {
+      if (value === '') return null;
+      const problem = providerUrlProblem(value);
+      if (problem) throw new ConfigError(`${env} ${problem}, got "${value}"`);
+      return value;
+    },
+  });
 }
 
 /** Any option of the table, seen through the fields every option has. */
@@ -485,16 +285,4 @@ export function allowedValues(o: OptionInfo): string | undefined {
     default:
       return undefined;
   }
-}
-
-/** The README's configuration table; test/contract/docs.test.ts checks that README.md contains exactly this. */
-export function configTableMarkdown(): string {
-  const rows = OPTIONS.map((o: OptionInfo) => {
-    const allowed = allowedValues(o);
-    const meaning = allowed === undefined ? o.help : `${o.help}. ${allowed[0]?.toUpperCase()}${allowed.slice(1)}.`;
-    // An empty code span (``) renders as two backticks.
-    const def = o.default === '' ? '(empty)' : `\`${o.default}\``;
-    return `| \`${o.env}\` | \`--${o.flag}\` | ${def} | ${meaning} |`;
-  });
-  return ['| Variable | `serve` flag | Default | Meaning |', '|---|---|---|---|', ...rows].join('\n');
 }

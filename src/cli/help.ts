@@ -1,0 +1,77 @@
+import { allowedValues, OPTIONS, type OptionInfo } from '../config/options.js';
+
+// The help that is made rather than written: the main help's list of commands, from the command table
+// (cli/index.ts), and `serve --help`, from the option table. Each command group's own help is a text in
+// its file, beside the options it describes.
+
+/** A command as the main help lists it. */
+export interface CommandSummary {
+  /** As typed: "serve", "token revoke". */
+  readonly name: string;
+  /** What follows the name in the list ("ID", "[--out FILE]"), if anything. */
+  readonly args?: string;
+  readonly summary: string;
+}
+
+/** Where the main help's second column starts, after two spaces of indent. */
+const MAIN_COLUMN = 22;
+
+const mainLine = (left: string, right: string) => `  ${left.padEnd(MAIN_COLUMN - 1)} ${right}`;
+
+/** `plantstore --help`: the commands, in the table's order, and the options of plantstore itself. */
+export function mainHelp(commands: readonly CommandSummary[]): string {
+  return `Usage: plantstore <command> [options]
+
+Commands:
+${commands.map((c) => mainLine(c.args === undefined ? c.name : `${c.name} ${c.args}`, c.summary)).join('\n')}
+
+Options:
+${mainLine('-h, --help', 'Show this help; "plantstore <command> --help" shows a command\'s options')}
+${mainLine('-v, --version', 'Print plantstore\'s version')}
+
+Every command that uses the store says on stderr which one ("using sqlite:/…/plantstore.db"): the CLI and
+the server share a store only when they name the same one (DATABASE_URL, default sqlite:./data/plantstore.db,
+relative to the working directory).`;
+}
+
+/** Width of `serve --help`: the terminal's when it is narrower, so that nothing wraps mid-column. */
+const HELP_WIDTH = 100;
+
+/** Breaks `text` into lines of at most `width` characters, at spaces (a longer word keeps its own line). */
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line === '' ? word : `${line} ${word}`;
+    }
+  }
+  return [...lines, line];
+}
+
+/**
+ * Two aligned columns: the flag with its value's kind, then what it does, its environment variable, its
+ * default and what it accepts, wrapped within the description column.
+ */
+export function serveHelp(width = Math.min(HELP_WIDTH, process.stdout.isTTY ? process.stdout.columns : HELP_WIDTH)): string {
+  const metavar = (o: OptionInfo) => (o.values?.kind === 'integer' ? 'N' : o.values?.kind === 'duration' ? 'DURATION' : 'VALUE');
+  const flags = OPTIONS.map((o: OptionInfo) => `--${o.flag} ${metavar(o)}`);
+  const column = Math.max(...flags.map((f) => f.length)) + 4; // two spaces of indent, two between columns
+  const textWidth = Math.max(30, width - column);
+  const rows = OPTIONS.map((o: OptionInfo, i) => {
+    const text = [
+      ...wrap(o.help, textWidth),
+      ...wrap([`env ${o.env}`, `default ${o.default === '' ? '(empty)' : o.default}`, allowedValues(o)].filter(Boolean).join(', '), textWidth),
+    ];
+    return text.map((line, j) => `${j === 0 ? `  ${flags[i]}`.padEnd(column) : ''.padEnd(column)}${line}`).join('\n');
+  });
+  return `Usage: plantstore serve [options]
+
+Each option can also be set by the environment variable named under it (env); a flag wins over the
+environment. N is a whole number; DURATION is a whole number and s, m, h or d.
+
+${rows.join('\n')}`;
+}

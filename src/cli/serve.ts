@@ -1,0 +1,63 @@
+import { parseArgs } from 'node:util';
+import type { Logger } from 'pino';
+import { ConfigError } from '../config/error.js';
+import { loadConfig, loadLogConfig, type Config } from '../config/load.js';
+import { OPTIONS } from '../config/options.js';
+import { processLogger } from '../logger.js';
+import { OptionError, parse, UsageError } from './args.js';
+import { serveHelp } from './help.js';
+
+/** Said already, as a log line (`serve`): main prints nothing more, and exits with this code. */
+export class LoggedError extends Error {
+  constructor(readonly exitCode: number) {
+    super('logged');
+  }
+}
+
+const SERVE_FLAGS = Object.fromEntries(OPTIONS.map((o) => [o.flag, { type: 'string' as const }]));
+
+/** The flags' values as far as they can be read from arguments that are refused (to log the refusal as asked). */
+function flagsOf(args: string[]): Record<string, string | undefined> {
+  try {
+    const { values } = parseArgs({ args, options: SERVE_FLAGS, strict: false, allowPositionals: true });
+    return Object.fromEntries(Object.entries(values).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * The fatal line that ends `serve`: the message alone for what the operator has to fix (a refused
+ * setting, a port in use, a store that cannot open), the error with its stack for anything else.
+ */
+function fatal(logger: Logger, error: unknown, expected: boolean, exitCode: number): LoggedError {
+  if (expected) logger.fatal((error as Error).message);
+  else logger.fatal({ err: error }, 'start-up failed');
+  return new LoggedError(exitCode);
+}
+
+/**
+ * Everything `serve` writes is a log line in one format (LOG_FORMAT), for whatever reads its output;
+ * a refused command line or configuration too, with exit code 2, logged with LOG_FORMAT and LOG_LEVEL
+ * when those two are valid themselves (their defaults otherwise). Only --help prints plain text.
+ */
+export async function serveCommand(args: string[]): Promise<void> {
+  let config: Config;
+  try {
+    const { values } = parse(args, SERVE_FLAGS);
+    if (values.help) return void console.log(serveHelp());
+    config = loadConfig(Object.fromEntries(OPTIONS.map((o) => [o.flag, values[o.flag] as string | undefined])));
+  } catch (error) {
+    const settings = loadLogConfig(flagsOf(args));
+    const refused = error instanceof OptionError ? new OptionError(error.withHelp('serve')) : error;
+    throw fatal(processLogger(settings.logLevel, settings.logFormat), refused, error instanceof UsageError || error instanceof ConfigError, 2);
+  }
+  const logger = processLogger(config.logLevel, config.logFormat);
+  // Loaded here so that token and migrate commands do not pay for loading the HTTP stack.
+  const { serve, StartupError } = await import('../server.js');
+  try {
+    await serve(config, logger);
+  } catch (error) {
+    throw fatal(logger, error, error instanceof StartupError, 1);
+  }
+}

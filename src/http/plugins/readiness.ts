@@ -16,7 +16,6 @@ type StoreMethod = Exclude<keyof Store, 'backend'>;
 export class LateStore {
   readonly handle: Store;
   #open = false;
-  #eventsListener: (() => void) | undefined;
 
   constructor() {
     const notOpen = (): Promise<never> => Promise.reject(new StoreNotOpenError());
@@ -24,9 +23,9 @@ export class LateStore {
     for (const name of STORE_METHODS) if (name !== 'close') handle[name] = notOpen;
     // Holds no page: the caller goes on to listPlants, which rejects.
     handle.cachedPage = () => undefined;
-    // Not a promise: kept until the store opens, then handed to it (a rejection here would go unhandled).
-    handle.onEventsQueued = (listener: () => void) => {
-      this.#eventsListener = listener;
+    // Not a promise: a worker registers its wake-up when it starts, once the store is open (server.ts).
+    handle.onEventsQueued = () => {
+      throw new StoreNotOpenError();
     };
     this.handle = handle as unknown as Store; // every member of Store is set above (STORE_METHODS is exhaustive)
   }
@@ -39,7 +38,6 @@ export class LateStore {
     const handle = this.handle as unknown as Record<string, unknown>;
     for (const name of STORE_METHODS) handle[name] = store[name].bind(store);
     handle.backend = store.backend;
-    if (this.#eventsListener) store.onEventsQueued(this.#eventsListener);
     this.#open = true;
   }
 }

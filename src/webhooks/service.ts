@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.js';
-import { onEndpointDeleted } from './deletions.js';
 import { Dispatcher, type DispatcherSettings } from './dispatcher.js';
 
 /** What the service runs on: the dispatcher's settings, and its own timers (options, not user settings). */
@@ -36,8 +35,10 @@ export interface WebhookService {
   /** Something may be due: an idle worker looks now, not at the next poll. */
   nudge(): void;
   /**
-   * The endpoint was deleted (DELETE /webhooks/{id} answered, or is about to): events of it that this
-   * worker holds are dropped, not sent.
+   * The endpoint was deleted through this worker's app (DELETE /webhooks/{id}, before it answers): events
+   * of it that this worker holds are dropped, not sent. A deletion elsewhere (the CLI, another instance)
+   * reaches a worker only through the store: events it held already may still start within their short
+   * local wait (see the README).
    */
   endpointDeleted(endpointId: string): void;
 }
@@ -54,7 +55,6 @@ export function webhookService(store: Store, settings: WebhookServiceSettings, l
   let poll: NodeJS.Timeout | undefined;
   let sweep: NodeJS.Timeout | undefined;
   let stopped: Promise<void> | undefined;
-  let stopListening: (() => void) | undefined;
 
   const nudge = (): void => {
     if (state === 'running') dispatcher.wake();
@@ -64,7 +64,6 @@ export function webhookService(store: Store, settings: WebhookServiceSettings, l
     if (state !== 'new') return;
     state = 'running';
     store.onEventsQueued(nudge);
-    stopListening = onEndpointDeleted((id) => dispatcher.forget(id));
     poll = setInterval(nudge, settings.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS);
     sweep = setInterval(() => void dispatcher.sweep(), settings.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS);
     // Neither keeps the process alive: a server's listener does, and a stopped service has cleared them.
@@ -82,7 +81,6 @@ export function webhookService(store: Store, settings: WebhookServiceSettings, l
       clearInterval(sweep);
       // One listener per store: this one's goes, so that no wake-up reaches a stopped worker.
       if (running) store.onEventsQueued(() => undefined);
-      stopListening?.();
       await dispatcher.stop(deadline);
     })();
     return stopped;

@@ -250,6 +250,8 @@ export class Dispatcher {
       const startBy = claimedAt + this.#leaseMs - this.#settings.webhookTimeoutMs - START_MARGIN_MS;
       const counts = new Map<string, number>();
       for (const delivery of claimed) {
+        // Its endpoint was deleted while the claim was under way: the store removed the event with it.
+        if (this.#deleted.has(delivery.endpointId)) continue;
         this.#held.add(delivery);
         counts.set(delivery.endpointId, (counts.get(delivery.endpointId) ?? 0) + 1);
         this.#endpoint(delivery).waiting.push({ delivery, startBy });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { createLogger } from '../../src/logger.js';
+import type { Store } from '../../src/store/store.js';
 import { webhookService } from '../../src/webhooks/service.js';
 import { testStore } from '../helpers/app.js';
 import { add, attempts, register, SETTINGS } from '../helpers/webhook-dispatch.js';
@@ -38,4 +39,49 @@ test('stop() called twice returns the first call\'s promise: the worker stops on
   assert.equal(attempt?.state, 'delivered');
   assert.equal(attempt?.status, 200);
   assert.equal(rx.received.length, 1);
+});
+
+test('a claim under way when the endpoint is deleted through the app brings back none of its events to send', async (t) => {
+  const { store } = await testStore(t);
+  const rx = await receiver(t);
+  const control = await receiver(t);
+  const { endpoint } = await register(store, rx.url, 'alice');
+  await register(store, control.url, 'bob');
+  // The real store, with the first claim that finds an event held back until the test lets it answer.
+  let claimStarted!: () => void;
+  const started = new Promise<void>((resolve) => (claimStarted = resolve));
+  let answer!: () => void;
+  const gate = new Promise<void>((resolve) => (answer = resolve));
+  let held = false;
+  const slow = new Proxy(store, {
+    get(target, key) {
+      if (key === 'claimDeliveries') {
+        return async (...args: Parameters<Store['claimDeliveries']>) => {
+          const claimed = await target.claimDeliveries(...args);
+          if (claimed.length > 0 && !held) {
+            held = true;
+            claimStarted();
+            await gate;
+          }
+          return claimed;
+        };
+      }
+      const value = Reflect.get(target, key) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const service = webhookService(slow, SETTINGS, createLogger('silent'));
+  t.after(() => service.stop(Date.now() + 1000));
+  service.start();
+  await add(store, 'alice', { id: 1n, name: 'a' });
+  await started;
+  // What DELETE /webhooks/{id} does: the store removes the endpoint, then the app's worker is told.
+  assert.equal(await store.deleteWebhook(endpoint.id, 'alice'), true);
+  service.endpointDeleted(endpoint.id);
+  answer();
+  // One claim at a time: this event is claimed after the held claim's events were started, if any were.
+  await add(store, 'bob', { id: 2n, name: 'b' });
+  await control.waitFor(1);
+  assert.equal(rx.received.length, 0, 'no attempt started after the deletion');
+  await service.stop(Date.now() + 1000);
 });

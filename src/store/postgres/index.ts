@@ -15,6 +15,7 @@ import {
 } from '../store.js';
 import { migrationName, type MigrationsApplied } from '../sql/migrations.js';
 import { storeError } from './errors.js';
+import { EventsNotice, notifyEventsSql } from './notify.js';
 import { connectionString, waitForDatabase, type StartupOptions } from './startup.js';
 import { PostgresTransfer } from './transfer.js';
 import { listedAllUsers, receives, withdrawEvents } from '../sql/all-users.js';
@@ -94,7 +95,8 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Trans
     throw error;
   }
   options.observer?.pool(() => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: options.poolSize }));
-  return new PostgresStore(pool, options.observer);
+  const notice = new EventsNotice({ connectionString: connectionString(options.url), logger: options.logger });
+  return new PostgresStore(pool, options.observer, notice);
 }
 
 /** Whether a migration was ever applied here: the migrations table exists on the search path. */
@@ -298,10 +300,13 @@ class PostgresStore implements TransferableStore {
   #onEventsQueued: (() => void) | undefined;
   readonly #inFlight = new Set<Promise<void>>();
   readonly #observer: StoreObserver | undefined;
+  /** Other instances' new events (notify.ts). */
+  readonly #notice: EventsNotice;
 
-  constructor(pool: pg.Pool, observer: StoreObserver | undefined) {
+  constructor(pool: pg.Pool, observer: StoreObserver | undefined, notice: EventsNotice) {
     this.#pool = pool;
     this.#observer = observer;
+    this.#notice = notice;
   }
 
   /**
@@ -409,9 +414,9 @@ class PostgresStore implements TransferableStore {
          SELECT 'msg_' || lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') || substr(replace(gen_random_uuid()::text, '-', ''), 1, 20), e.id, ins.id, ins.owner, ${BODY_SQL}, 'pending', 0, now()
          FROM ins JOIN webhook_endpoints e ON e.disabled_at IS NULL AND ${receives('postgres', 'ins.owner', 'now()')}
          RETURNING 1
-       )
-       SELECT owner, id, (SELECT count(*) FROM ev)::int AS events FROM ins`,
-      [owners, ids, batch.map((c) => c.plant.name), batch.map((c) => c.plant.tag ?? null)],
+       ), woke AS (${notifyEventsSql('ev', '$5')})
+       SELECT owner, id, (SELECT count(*) FROM ev)::int AS events, (SELECT count(*) FROM woke) AS woke FROM ins`,
+      [owners, ids, batch.map((c) => c.plant.name), batch.map((c) => c.plant.tag ?? null), this.#notice.token],
     );
     if ((inserted[0]?.events ?? 0) > 0) this.#eventsQueued();
     const created = new Set(inserted.map((r) => key(r.owner, r.id)));
@@ -586,8 +591,10 @@ class PostgresStore implements TransferableStore {
 
   // Webhooks. Every due and lease time comes from the database's clock (now()), so instances agree.
 
+  /** `listener` also hears of other instances' commits that queued events on this store (notify.ts). */
   onEventsQueued(listener: () => void): void {
     this.#onEventsQueued = listener;
+    this.#notice.listen(() => this.#eventsQueued());
   }
 
   /** Tells the listener after a commit that queued events; its failure is not the create's. */
@@ -831,6 +838,7 @@ class PostgresStore implements TransferableStore {
       this.#flush();
       await Promise.all(this.#inFlight);
     }
+    await this.#notice.close();
     if (!this.#pool.ended) await this.#pool.end();
   }
 }

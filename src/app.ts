@@ -45,6 +45,13 @@ export interface PluginOptions extends Partial<HttpSettings> {
   readonly store: Store | LateStore;
   /** The unknown-kid refetch cooldown of JWT keys (default 30 s); tests shorten it. Not a setting. */
   readonly jwtCooldownMs?: number;
+  /**
+   * Told of each endpoint DELETE /webhooks/{id} removed, once the store has removed it and before the
+   * answer: server.ts passes its webhook worker's, which then drops the events of it that it holds, so
+   * that no attempt starts after the answer. Per app: another app in the process is not told. Without
+   * one, nothing is told (an app whose process delivers no webhooks of its own).
+   */
+  readonly onWebhookDeleted?: ((endpointId: string) => void) | undefined;
 }
 
 export interface AppOptions extends ServerOptions, PluginOptions {}
@@ -154,7 +161,7 @@ export function createServer({ logger, ...overrides }: ServerOptions): FastifyIn
  * not-found handler asks the router which methods the path has (http/plugins/not-found.ts).
  */
 export const plantstore = fp(
-  async function plantstore(app: FastifyInstance, { store: given, jwtCooldownMs, ...overrides }: PluginOptions): Promise<void> {
+  async function plantstore(app: FastifyInstance, { store: given, jwtCooldownMs, onWebhookDeleted, ...overrides }: PluginOptions): Promise<void> {
     const settings: HttpSettings = { ...DEFAULTS, ...overrides };
     const late = given instanceof LateStore ? given : undefined;
     const store: Store = given instanceof LateStore ? given.handle : given;
@@ -211,6 +218,7 @@ export const plantstore = fp(
         store,
         auth,
         settings: { allowPrivate: settings.webhookAllowPrivate, maxPerUser: settings.webhookMaxPerUser },
+        onDeleted: onWebhookDeleted,
       });
       await scope.register(tokenRoutes, { store, auth });
       await scope.register(readinessRoute, { store, drain });

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { buildApp } from './app.js';
+import { createServer as createApp, plantstore, type AppOptions } from './app.js';
 import { describeStore, type DatabaseConfig } from './config/database.js';
 import type { Config } from './config/load.js';
 import { LateStore } from './store/wrappers/late.js';
@@ -13,7 +13,7 @@ import { openStore, type OpenOptions } from './store/open.js';
 import { sqliteDriver } from './store/sqlite/driver.js';
 import type { Store, StoreObserver } from './store/store.js';
 import { packageVersion } from './version.js';
-import { Dispatcher } from './webhooks/dispatcher.js';
+import { webhookService, type WebhookService } from './webhooks/service.js';
 
 /** After the drain deadline the store still has to close; past this too, the process exits 1. */
 const CLOSE_STORE_GRACE_MS = 5000;
@@ -84,15 +84,14 @@ function open(config: Config, logger: Logger, observer: StoreObserver | undefine
 interface Target {
   app: FastifyInstance | undefined;
   store: Store | undefined;
-  dispatcher: Dispatcher | undefined;
 }
 
 /**
- * Delivers webhooks from `store` (src/webhooks/dispatcher.ts) until the app closes. Started once the
- * store is open and the server listens, so that a start-up that fails has nothing to stop.
+ * The webhook worker of the app (src/webhooks/service.ts), on `store`: the open store, or the start-up
+ * gate's handle, whose methods are the open store's by the time the worker starts.
  */
-function startDispatcher(config: Config, store: Store, logger: Logger, metrics: Metrics | undefined): Dispatcher {
-  const dispatcher = new Dispatcher(store, {
+function webhooksFor(config: Config, store: Store, logger: Logger, metrics: Metrics | undefined): WebhookService {
+  return webhookService(store, {
     webhookTimeoutMs: config.webhookTimeoutMs,
     webhookRetryScheduleMs: config.webhookRetryScheduleMs,
     webhookRetentionMs: config.webhookRetentionMs,
@@ -102,8 +101,6 @@ function startDispatcher(config: Config, store: Store, logger: Logger, metrics: 
     userAgent: `plantstore/${packageVersion()}`,
     observer: metrics?.deliveryObserver,
   }, logger);
-  dispatcher.start();
-  return dispatcher;
 }
 
 /**
@@ -123,9 +120,7 @@ function stopOnSignals(
 ): { readonly stopping: boolean; uninstall(): void } {
   let stopping = false;
   const close = async (): Promise<void> => {
-    // Webhook delivery stops claiming now and winds down during the HTTP drain, not after it: both end
-    // by the drain deadline (the app's onClose then waits for the dispatcher before the store closes).
-    void target.dispatcher?.stop(Date.now() + config.drainTimeoutMs);
+    // The app's close stops webhook delivery too (see serve).
     if (target.app) await target.app.close();
     else await target.store?.close();
   };
@@ -199,11 +194,11 @@ function stopOnSignals(
  * (src/logger.ts), made by the CLI, which also logs a failed start-up with it.
  */
 export async function serve(config: Config, logger: Logger): Promise<FastifyInstance | undefined> {
-  const target: Target = { app: undefined, store: undefined, dispatcher: undefined };
+  const target: Target = { app: undefined, store: undefined };
   // METRICS_PORT unset: no registry, no hooks, no wrappers, no observers (README: Metrics).
   const metrics = config.metricsPort === null ? undefined : new Metrics({ backend: config.database.kind, version: packageVersion() });
   let metricsListener: MetricsListener | undefined;
-  /** What the app and the dispatcher use: the store, its operations timed when metrics are on. */
+  /** What the app and its webhook worker use: the store, its operations timed when metrics are on. */
   const measured = (opened: Store): Store => (metrics ? metrics.measure(opened) : opened);
   const signals = stopOnSignals(logger, target, config);
   /** Stops a PostgreSQL start-up still waiting for the database when start-up fails elsewhere. */
@@ -243,9 +238,23 @@ export async function serve(config: Config, logger: Logger): Promise<FastifyInst
       metrics?.storeOpened(first);
       store = measured(first);
     }
-    const app = await buildApp({ ...config, store, logger });
-    if (metrics) await app.register(httpMetrics, { metrics });
     const backing = store instanceof LateStore ? store.handle : store;
+    const webhooks = webhooksFor(config, backing, logger, metrics);
+    /** Settles when webhook delivery has stopped; the store closes after it. */
+    let webhooksStopped = Promise.resolve();
+    // buildApp's two steps, with a hook between them.
+    const options: AppOptions = { ...config, store, logger, onWebhookDeleted: webhooks.endpointDeleted };
+    const app = createApp(options);
+    // Webhook delivery stops claiming as the drain begins and winds down during it, not after it: both end
+    // by the drain deadline. preClose hooks run one after the other, each once the one before is done, so
+    // this one is added before the plugin's drain; it only starts the stop. Whoever closes the app (a
+    // signal, a failed start-up, an embedder), delivery stops once, here.
+    app.addHook('preClose', (done) => {
+      webhooksStopped = webhooks.stop(Date.now() + config.drainTimeoutMs);
+      done();
+    });
+    await app.register(plantstore, options);
+    if (metrics) await app.register(httpMetrics, { metrics });
     // Added first, so it runs last: after the drain and the store's close, the listener goes too.
     if (metrics) {
       app.addHook('onClose', async () => {
@@ -253,11 +262,8 @@ export async function serve(config: Config, logger: Logger): Promise<FastifyInst
       });
     }
     app.addHook('onClose', () => backing.close());
-    // onClose hooks run last-added first: this one, before the store closes. A signal started the stop
-    // already (with the drain's deadline); any other close starts it here.
-    app.addHook('onClose', async () => {
-      await target.dispatcher?.stop(Date.now() + config.drainTimeoutMs);
-    });
+    // onClose hooks run last-added first: this one, before the store closes.
+    app.addHook('onClose', () => webhooksStopped);
     target.app = app;
     try {
       await app.listen({ port: config.port, host: config.host });
@@ -272,18 +278,15 @@ export async function serve(config: Config, logger: Logger): Promise<FastifyInst
       }
       app.log.info({ metrics: metricsListener.url }, 'serving metrics');
     }
-    let opened: Store;
     if (store instanceof LateStore) {
       app.log.info({ store: describeStore(config.database, 'place') }, 'opening the store; requests are answered 503 until it is open');
       const late = await opening;
       if (!late) return app;
       metrics?.storeOpened(late);
-      opened = measured(late);
-      store.open(opened);
-    } else {
-      opened = store;
+      store.open(measured(late));
     }
-    target.dispatcher = startDispatcher(config, opened, logger, metrics);
+    // Once the store is open and the server listens, so that a start-up that fails has nothing to stop.
+    webhooks.start();
     // Which of the two better-sqlite3 majors runs (store/sqlite/driver.ts says why there are two).
     const driver = config.database.kind === 'sqlite' ? { driver: `better-sqlite3 ${sqliteDriver.version}` } : {};
     if (config.database.kind === 'sqlite' && sqliteDriver.warning) app.log.warn(sqliteDriver.warning);

@@ -3,7 +3,6 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
 import type { AttemptResult, ClaimedDelivery } from '../domain/webhook.js';
 import type { Store } from '../store/store.js';
-import { onEndpointDeleted } from './deletions.js';
 import { DueTimer } from './due-timer.js';
 import { outcomeOf, toRecord, type Finished } from './outcome.js';
 import { Sender } from './sender.js';
@@ -17,16 +16,10 @@ export type DispatcherSettings = Pick<
 > & {
   /** `plantstore/<version>`. */
   readonly userAgent: string;
-  /** How often due events are looked for without a wake-up (other instances' events and retries, expired claims). */
-  readonly pollIntervalMs?: number;
-  /** How often delivered and failed events past WEBHOOK_RETENTION are removed. */
-  readonly sweepIntervalMs?: number;
   /** Metrics: told how each attempt ended (src/metrics/). */
   readonly observer?: { attempted(outcome: AttemptResult['outcome']): void } | undefined;
 };
 
-const DEFAULT_POLL_INTERVAL_MS = 1000;
-const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
 /** A claim outlives the attempt by this much beyond twice its timeout (a queued wait plus the attempt). */
 const LEASE_MARGIN_MS = 30_000;
 /**
@@ -71,7 +64,8 @@ interface Waiting {
 
 /**
  * Delivers the events the store queues (the transactional outbox): claims due events under a lease,
- * sends one attempt each (sender.ts), and records how each ended, in batches.
+ * sends one attempt each (sender.ts), and records how each ended, in batches. Made, woken and stopped by
+ * its service (service.ts), which owns the poll, the sweep's timer and the store's wake-up.
  *
  * - Bounded and fair: at most WEBHOOK_CONCURRENCY attempts in flight in all, at most
  *   WEBHOOK_ENDPOINT_CONCURRENCY per endpoint, and no endpoint or user holding more than are left free
@@ -79,10 +73,10 @@ interface Waiting {
  *   events beyond an endpoint's room wait locally; an endpoint with a full round waiting is left out of
  *   claims (`busy`) and its waiting events do not shrink the claims of others, so a dead or slow receiver
  *   ties up its own share and its own queue only, and never delays the others.
- * - Prompt: the store wakes the dispatcher after a commit that queued events; a timer wakes it when a
- *   retry it scheduled comes due (due-timer.ts); a poll finds the rest (expired claims of a dead instance,
- *   other instances' events). One claim at a time; when a claim came back full there may be more, so
- *   another follows as slots free up.
+ * - Prompt: the service wakes the dispatcher after a commit that queued events; a timer wakes it when a
+ *   retry it scheduled comes due (due-timer.ts); the service's poll finds the rest (expired claims of a
+ *   dead instance, other instances' events when no notice of them came). One claim at a time; when a
+ *   claim came back full there may be more, so another follows as slots free up.
  * - At least once: an event is recorded only after its attempt. If recording fails (the store is down), the
  *   claims expire and the events are attempted again; on shutdown, whatever was claimed and not attempted
  *   is released.
@@ -106,9 +100,8 @@ export class Dispatcher {
   #expiring: ClaimedDelivery[] = [];
   /** Events claimed and not yet attempted, recorded or released. */
   readonly #held = new Set<ClaimedDelivery>();
-  /** Endpoints deleted through this process's API, with when: their events are dropped, not sent. */
+  /** Endpoints deleted through this app's API, with when: their events are dropped, not sent. */
   readonly #deleted = new Map<string, number>();
-  #stopListening: (() => void) | undefined;
   /** Abort handles of the attempts in flight (for the shutdown deadline). */
   readonly #inFlight = new Set<AbortController>();
   #claiming = false;
@@ -126,9 +119,6 @@ export class Dispatcher {
   #flushNow = false;
   #recording: Promise<void> | null = null;
 
-  #poll: NodeJS.Timeout | undefined;
-  #sweep: NodeJS.Timeout | undefined;
-  #started = false;
   #stopping: Promise<void> | null = null;
   /** Set when the store failed (claim, record, sweep): one warning per outage, not one per attempt. */
   #storeFailing = false;
@@ -149,19 +139,6 @@ export class Dispatcher {
     });
   }
 
-  start(): void {
-    if (this.#started) return;
-    this.#started = true;
-    this.#store.outbox.onEventsQueued(() => this.#wake());
-    this.#stopListening = onEndpointDeleted((id) => this.#forget(id));
-    this.#poll = setInterval(() => this.#wake(), this.#settings.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS);
-    this.#sweep = setInterval(() => void this.#sweepOld(), this.#settings.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS);
-    this.#poll.unref();
-    this.#sweep.unref();
-    this.#wake();
-    void this.#sweepOld();
-  }
-
   /**
    * Stops claiming at once; lets attempts in flight finish until `deadline` (epoch ms), then aborts the
    * rest; releases every event claimed and not attempted (they are due again at once, for this or another
@@ -173,12 +150,8 @@ export class Dispatcher {
   }
 
   async #stop(deadline: number): Promise<void> {
-    clearInterval(this.#poll);
-    clearInterval(this.#sweep);
     clearTimeout(this.#claimTimer);
     this.#due.stop();
-    if (this.#started) this.#store.outbox.onEventsQueued(() => undefined);
-    this.#stopListening?.();
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))));
     // Events waiting for a slot are not started now; a claim under way adds its events to them. (One that
@@ -206,6 +179,11 @@ export class Dispatcher {
     clearTimeout(this.#flushTimer);
     await this.#flush();
     await this.#sender.close().catch(() => undefined);
+  }
+
+  /** Looks for due events now (a commit queued some, or the poll): an idle dispatcher claims at once. */
+  wake(): void {
+    this.#wake();
   }
 
   /**
@@ -272,6 +250,8 @@ export class Dispatcher {
       const startBy = claimedAt + this.#leaseMs - this.#settings.webhookTimeoutMs - START_MARGIN_MS;
       const counts = new Map<string, number>();
       for (const delivery of claimed) {
+        // Its endpoint was deleted while the claim was under way: the store removed the event with it.
+        if (this.#deleted.has(delivery.endpointId)) continue;
         this.#held.add(delivery);
         counts.set(delivery.endpointId, (counts.get(delivery.endpointId) ?? 0) + 1);
         this.#endpoint(delivery).waiting.push({ delivery, startBy });
@@ -293,7 +273,7 @@ export class Dispatcher {
   }
 
   /** The endpoint was deleted: its events waiting here are dropped (nothing to release: the store removed them). */
-  #forget(endpointId: string): void {
+  forget(endpointId: string): void {
     const now = Date.now();
     this.#deleted.set(endpointId, now);
     // Claims are short-lived: past a lease, no claim made before the deletion can still come back.
@@ -437,7 +417,8 @@ export class Dispatcher {
     if (this.#results.length > 0) await this.#flush();
   }
 
-  async #sweepOld(): Promise<void> {
+  /** Removes delivered and failed events past WEBHOOK_RETENTION (the service calls it now and then). */
+  async sweep(): Promise<void> {
     try {
       const removed = await this.#store.outbox.sweepWebhooks(new Date(Date.now() - this.#settings.webhookRetentionMs));
       if (removed > 0) this.#log.info({ removed }, 'removed webhook events past their retention');

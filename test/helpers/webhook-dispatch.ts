@@ -4,12 +4,12 @@ import { Webhook } from 'standardwebhooks';
 import { newEndpointId, newWebhookSecret, type WebhookEndpoint } from '../../src/domain/webhook.js';
 import type { NewPlant } from '../../src/domain/plant.js';
 import type { Store } from '../../src/store/store.js';
-import { Dispatcher, type DispatcherSettings } from '../../src/webhooks/dispatcher.js';
+import { webhookService, type WebhookService, type WebhookServiceSettings } from '../../src/webhooks/service.js';
 import { silentLogger } from './app.js';
 import { eventually, type Received } from './webhook-receiver.js';
 
 /** Short everything, so that retries happen within a test. WEBHOOK_ALLOW_PRIVATE on: receivers are on loopback. */
-export const SETTINGS: DispatcherSettings = {
+export const SETTINGS: WebhookServiceSettings = {
   webhookTimeoutMs: 2000,
   webhookRetryScheduleMs: [200, 200, 200],
   webhookRetentionMs: 7 * 24 * 3600_000,
@@ -21,11 +21,11 @@ export const SETTINGS: DispatcherSettings = {
 };
 
 /**
- * A started dispatcher, stopped when the test ends. Tests also stop it themselves before returning:
- * the store (opened first) closes first among the after-hooks.
+ * A started webhook worker (src/webhooks/service.ts), stopped when the test ends. Tests also stop it
+ * themselves before returning: the store (opened first) closes first among the after-hooks.
  */
-export function dispatcher(t: TestContext, store: Store, overrides: Partial<DispatcherSettings> = {}): Dispatcher {
-  const d = new Dispatcher(store, { ...SETTINGS, ...overrides }, silentLogger);
+export function dispatcher(t: TestContext, store: Store, overrides: Partial<WebhookServiceSettings> = {}): WebhookService {
+  const d = webhookService(store, { ...SETTINGS, ...overrides }, silentLogger);
   d.start();
   t.after(() => d.stop(Date.now() + 1000));
   return d;

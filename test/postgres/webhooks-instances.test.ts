@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { newEndpointId, newWebhookSecret } from '../../src/domain/webhook.js';
 import { openStore } from '../../src/store/open.js';
 import { issueToken } from '../helpers/tokens.js';
-import { Dispatcher } from '../../src/webhooks/dispatcher.js';
+import { webhookService } from '../../src/webhooks/service.js';
 import { BACKEND, silentLogger, testDatabase, testStore } from '../helpers/app.js';
 import { startServer } from '../helpers/process.js';
 import { eventually, receiver } from '../helpers/webhook-receiver.js';
@@ -70,7 +70,7 @@ test('two instances on one database: a user\'s dead receivers with a backlog fil
   assert.notEqual(e, 'limit');
   for (let i = 1; i <= 60; i++) await db.store.plants.createPlant('alice', { id: BigInt(i), name: `a${i}` });
   // No attempt ends before its 30 s timeout, on either instance.
-  const dispatchers = stores.map((store) => new Dispatcher(store, {
+  const dispatchers = stores.map((store) => webhookService(store, {
     webhookTimeoutMs: 30_000, webhookRetryScheduleMs: [200], webhookRetentionMs: 86_400_000, webhookConcurrency: 8,
     webhookEndpointConcurrency: 4, webhookAllowPrivate: true, userAgent: 'plantstore/test', pollIntervalMs: 50,
   }, silentLogger));

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { newWebhookSecret, webhookBody } from '../../src/domain/webhook.js';
-import { endpointDeleted } from '../../src/webhooks/deletions.js';
 import { Sender } from '../../src/webhooks/sender.js';
 import { issueToken } from '../helpers/tokens.js';
 import { testStore } from '../helpers/app.js';
@@ -223,7 +222,7 @@ test('events claimed and waiting here are dropped when the endpoint is deleted (
   await rx.waitFor(1);
   await sleep(300);
   assert.equal(await store.webhooks.deleteWebhook(endpoint.id, 'alice'), true);
-  endpointDeleted(endpoint.id); // what the DELETE route does once the store has deleted it
+  d.endpointDeleted(endpoint.id); // what the DELETE route tells the app's worker once the store has deleted it
   rx.answerHanging(200);
   await sleep(500);
   assert.equal(rx.received.length, 1, 'no attempt started after the deletion');

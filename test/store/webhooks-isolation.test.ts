@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import pg from 'pg';
 import { createLogger } from '../../src/logger.js';
 import { openStore } from '../../src/store/open.js';
-import { Dispatcher } from '../../src/webhooks/dispatcher.js';
+import { webhookService } from '../../src/webhooks/service.js';
 import { POSTGRES_URL, silentLogger, testDatabase, testStore, type TestStore } from '../helpers/app.js';
 import { add, attempts, dispatcher, register, SETTINGS } from '../helpers/webhook-dispatch.js';
 import { eventually, freePort, receiver, sleep } from '../helpers/webhook-receiver.js';
@@ -104,7 +104,7 @@ test('a store that cannot record an attempt: logged once, and the event is attem
     },
   });
   // Timeout 1 s: a claim lasts 2 × 1 s + 30 s.
-  const d = new Dispatcher(store, { ...SETTINGS, webhookTimeoutMs: 1000 }, createLogger('info', stream));
+  const d = webhookService(store, { ...SETTINGS, webhookTimeoutMs: 1000 }, createLogger('info', stream));
   d.start();
   t.after(() => d.stop(Date.now() + 1000));
   await add(store, 'alice', { id: 40n, name: 'a' });

@@ -7,6 +7,7 @@ import type { TransferableStore } from '../transfer.js';
 import { PostgresCounters } from './counters.js';
 import { ListReads } from './lists.js';
 import { EventsListener, PostgresOutbox } from './outbox.js';
+import { EventsNotice } from './notify.js';
 import { GroupCommit, PostgresPlants } from './plants.js';
 import { Connections } from './pool.js';
 import { connectionString, waitForDatabase, type StartupOptions } from './startup.js';
@@ -86,7 +87,8 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Trans
     throw error;
   }
   options.observer?.pool(() => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: options.poolSize }));
-  return postgresStore(pool, options.observer);
+  const notice = new EventsNotice({ connectionString: connectionString(options.url), logger: options.logger });
+  return postgresStore(pool, options.observer, notice);
 }
 
 /** Whether a migration was ever applied here: the migrations table exists on the search path. */
@@ -122,12 +124,12 @@ async function migrate(pool: pg.Pool): Promise<string[]> {
 }
 
 /** A PostgreSQL store: its facets over one pool, each in its own file. */
-function postgresStore(pool: pg.Pool, observer: StoreObserver | undefined): TransferableStore {
+function postgresStore(pool: pg.Pool, observer: StoreObserver | undefined, notice: EventsNotice): TransferableStore {
   const connections = new Connections(pool);
-  const events = new EventsListener();
+  const events = new EventsListener(notice);
   // Group commits and group reads under way: closing waits for them.
   const inFlight = new Set<Promise<void>>();
-  const commits = new GroupCommit(connections, inFlight, observer, events.tell);
+  const commits = new GroupCommit(connections, inFlight, observer, events.tell, notice.token);
   const lists = new ListReads(connections, inFlight);
   return {
     backend: 'postgres',
@@ -147,6 +149,7 @@ function postgresStore(pool: pg.Pool, observer: StoreObserver | undefined): Tran
     close: async () => {
       lists.flush();
       await commits.close();
+      await notice.close();
       if (!pool.ended) await pool.end();
     },
   };

@@ -5,13 +5,22 @@ import { backlogOf, type BacklogRow, type Dialect } from '../sql/statements.js';
 import { claimedOf, GONE_REASON, perEndpoint, stateAfter, type ClaimRow } from '../sql/webhooks.js';
 import type { OutboxStore, WebhookBacklog } from '../store.js';
 import type { Connections } from './pool.js';
+import type { EventsNotice } from './notify.js';
 
 /** Who is told after a commit that queued webhook events (see OutboxStore.onEventsQueued). */
 export class EventsListener {
   #listener: (() => void) | undefined;
+  /** Other instances' commits on this store, heard over LISTEN (notify.ts). */
+  readonly #notice: EventsNotice;
 
+  constructor(notice: EventsNotice) {
+    this.#notice = notice;
+  }
+
+  /** `listener` also hears of other instances' commits that queued events on this store. */
   set(listener: () => void): void {
     this.#listener = listener;
+    this.#notice.listen(this.tell);
   }
 
   /** Tells the listener; its failure is not the create's. */

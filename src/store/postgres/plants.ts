@@ -4,6 +4,7 @@ import { receives } from '../sql/all-users.js';
 import { eventIdSql, wireJsonSql } from '../sql/wire.js';
 import type { CreateOutcome, ListQuery, PlantPage, PlantStore, StoreObserver } from '../store.js';
 import type { ListReads } from './lists.js';
+import { notifyEventsSql } from './notify.js';
 import type { Connections } from './pool.js';
 
 /** Rows per INSERT: large enough to share one commit widely, small enough to keep a statement quick. */
@@ -24,8 +25,8 @@ const INSERT_BATCH = `WITH ins AS (
          SELECT ${eventIdSql('postgres', '(extract(epoch FROM clock_timestamp()) * 1000)::bigint')}, e.id, ins.id, ins.owner, ${wireJsonSql('postgres', WEBHOOK_BODY, (column) => `ins.${column}`)}, 'pending', 0, now()
          FROM ins JOIN webhook_endpoints e ON e.disabled_at IS NULL AND ${receives('postgres', 'ins.owner', 'now()')}
          RETURNING 1
-       )
-       SELECT owner, id, (SELECT count(*) FROM ev)::int AS events FROM ins`;
+       ), woke AS (${notifyEventsSql('ev', '$5')})
+       SELECT owner, id, (SELECT count(*) FROM ev)::int AS events, (SELECT count(*) FROM woke) AS woke FROM ins`;
 
 interface PendingCreate {
   readonly owner: string;
@@ -50,16 +51,21 @@ export class GroupCommit {
   readonly #observer: StoreObserver | undefined;
   /** Told after a commit that queued webhook events. */
   readonly #eventsQueued: () => void;
+  /** This handle's mark on its notifications (notify.ts), so that it does not wake itself twice. */
+  readonly #notifyToken: string;
   #pending: PendingCreate[] = [];
   /** A create batch is in PostgreSQL now; a flush is due (setImmediate). */
   #committing = false;
   #flushDue = false;
 
-  constructor(connections: Connections, inFlight: Set<Promise<void>>, observer: StoreObserver | undefined, eventsQueued: () => void) {
+  constructor(
+    connections: Connections, inFlight: Set<Promise<void>>, observer: StoreObserver | undefined, eventsQueued: () => void, notifyToken: string,
+  ) {
     this.#connections = connections;
     this.#inFlight = inFlight;
     this.#observer = observer;
     this.#eventsQueued = eventsQueued;
+    this.#notifyToken = notifyToken;
   }
 
   add(owner: string, plant: NewPlant): Promise<CreateOutcome> {
@@ -107,7 +113,7 @@ export class GroupCommit {
     const owners = batch.map((c) => c.owner);
     const ids = batch.map((c) => c.plant.id.toString());
     const { rows: inserted } = await this.#connections.query<{ owner: string; id: string; events: number }>(
-      'plant_insert_batch', INSERT_BATCH, [owners, ids, batch.map((c) => c.plant.name), batch.map((c) => c.plant.tag ?? null)],
+      'plant_insert_batch', INSERT_BATCH, [owners, ids, batch.map((c) => c.plant.name), batch.map((c) => c.plant.tag ?? null), this.#notifyToken],
     );
     if ((inserted[0]?.events ?? 0) > 0) this.#eventsQueued();
     const created = new Set(inserted.map((r) => key(r.owner, r.id)));

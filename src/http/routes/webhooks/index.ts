@@ -1,4 +1,3 @@
-import { endpointDeleted } from '../../../webhooks/deletions.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Principal } from '../../../domain/principal.js';
@@ -53,13 +52,15 @@ export interface WebhookRoutesOptions {
   /** The app's authentication steps (shared with the plant routes: one token cache). */
   readonly auth: AuthSteps;
   readonly settings: WebhookSettings;
+  /** Told of each endpoint removed, once the store has removed it (see PluginOptions.onWebhookDeleted). */
+  readonly onDeleted?: ((endpointId: string) => void) | undefined;
 }
 
 /**
  * Subscribing: register, list and remove webhook endpoints, and read their delivery attempts. Every
  * route needs the webhooks:manage scope. Delivery itself is src/webhooks/ (the dispatcher).
  */
-export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (app, { store, auth, settings }) => {
+export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (app, { store, auth, settings, onDeleted }) => {
   const guard = [...auth.identify, requireScope('webhooks:manage'), ...auth.throttle];
 
   app.post(
@@ -141,7 +142,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
     async (request, reply) => {
       const { id } = request.params;
       if (!ENDPOINT_ID.test(id) || !(await store.webhooks.deleteWebhook(id, ownerOf(request.principal)))) throw new ApiError(ERRORS.webhookNotFound);
-      endpointDeleted(id);
+      onDeleted?.(id);
       return reply.code(204).send(null);
     },
   );

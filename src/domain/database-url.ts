@@ -59,3 +59,27 @@ export function postgresPlace(value: string): string {
   const host = url.searchParams.get('host') ?? (url.hostname === '___DUMMY___' ? '' : safelyDecoded(url.hostname));
   return `${host || 'localhost'}:${url.searchParams.get('port') ?? (url.port || '5432')}${url.pathname}`;
 }
+
+/** Where a store is: a SQLite file, or a PostgreSQL database by its URL. */
+export type StoreLocation = { readonly kind: 'sqlite'; readonly path: string } | { readonly kind: 'postgres'; readonly url: string };
+
+/**
+ * How a message names a store, never with a password. Two phrasings, each kept where users know it:
+ * - 'url', the CLI's ("using sqlite:/…/plantstore.db"): the store as DATABASE_URL names it, a PostgreSQL
+ *   URL with every password masked (its own, and node-postgres's password= and sslpassword= parameters);
+ * - 'place', the server's log lines and start-up errors: the SQLite file's path, or
+ *   "PostgreSQL at host:port/database".
+ */
+export function describeStore(database: StoreLocation, style: 'url' | 'place'): string {
+  if (database.kind === 'sqlite') return style === 'url' ? `sqlite:${database.path}` : database.path;
+  if (style === 'place') return `PostgreSQL at ${postgresPlace(database.url)}`;
+  let url: URL;
+  try {
+    url = new URL(database.url);
+  } catch {
+    return `${database.url.slice(0, database.url.indexOf(':'))}://… (unparsable URL, not shown: it may hold a password)`;
+  }
+  if (url.password !== '') url.password = '***';
+  for (const name of [...url.searchParams.keys()]) if (/password/i.test(name)) url.searchParams.set(name, '***');
+  return url.toString();
+}

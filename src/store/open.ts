@@ -1,3 +1,4 @@
+import type { StoreLocation } from '../domain/database-url.js';
 import type { Logger } from 'pino';
 import { cacheLists } from './wrappers/list-cache.js';
 import { openPostgresStore } from './postgres/index.js';
@@ -5,9 +6,6 @@ import { openSqliteStore } from './sqlite/index.js';
 import type { MigrationsApplied } from './sql/migrations.js';
 import type { Store, StoreObserver } from './store.js';
 import type { TransferableStore } from './transfer.js';
-
-/** Where a store is (config/database.ts parses DATABASE_URL into this; store/ imports nothing of config). */
-export type StoreLocation = { readonly kind: 'sqlite'; readonly path: string } | { readonly kind: 'postgres'; readonly url: string };
 
 export interface OpenOptions {
   readonly logger: Logger;

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { postgresPlace } from '../../domain/database-url.js';
+import { describeStore, postgresPlace } from '../../domain/database-url.js';
 import { misconfigured, storeError } from './errors.js';
 import { StoreUnavailableError } from '../store.js';
 
@@ -35,6 +35,7 @@ export function connectionString(url: string): string {
  */
 export async function waitForDatabase(pool: pg.Pool, { url, startupTimeoutMs, logger, onWaiting, signal }: StartupOptions): Promise<void> {
   const place = postgresPlace(url);
+  const named = describeStore({ kind: 'postgres', url }, 'place');
   const deadline = Date.now() + startupTimeoutMs;
   for (let attempt = 1, pause = 250; ; attempt++, pause = Math.min(pause * 2, 2000)) {
     try {
@@ -56,9 +57,9 @@ export async function waitForDatabase(pool: pg.Pool, { url, startupTimeoutMs, lo
       if (!(unavailable instanceof StoreUnavailableError)) throw error;
       const reason = unavailable.cause instanceof Error ? unavailable.cause.message : String(unavailable.cause);
       if (Date.now() + pause > deadline) {
-        throw new Error(`PostgreSQL at ${place} did not accept connections within ${startupTimeoutMs / 1000}s: ${reason}`);
+        throw new Error(`${named} did not accept connections within ${startupTimeoutMs / 1000}s: ${reason}`);
       }
-      logger.warn({ database: place, attempt, reason }, `waiting for PostgreSQL at ${place}`);
+      logger.warn({ database: place, attempt, reason }, `waiting for ${named}`);
       if (attempt === 1) onWaiting?.();
       await sleep(pause, undefined, { signal });
     }

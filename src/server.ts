@@ -195,7 +195,7 @@ function stopOnSignals(
  */
 export async function serve(config: Config, logger: Logger): Promise<FastifyInstance | undefined> {
   const target: Target = { app: undefined, store: undefined };
-  // METRICS_PORT unset: no registry, no hooks, no wrappers, no observers (README: Metrics).
+  // METRICS_PORT unset: no registry, no hooks, no wrappers, no observers (docs/logs-and-metrics.md).
   const metrics = config.metricsPort === null ? undefined : new Metrics({ backend: config.database.kind, version: packageVersion() });
   let metricsListener: MetricsListener | undefined;
   /** What the app and its webhook worker use: the store, its operations timed when metrics are on. */

@@ -7,7 +7,7 @@ import {
   rateRefusal, trustProxyRefusal, type LogFormatSetting, type Rate,
 } from './values.js';
 
-/** What a number or duration option accepts, for `serve --help` and the README (others say so in their help). */
+/** What a number or duration option accepts, for `serve --help` and docs/configuration.md (others say so in their help). */
 export type OptionValues = { readonly kind: 'integer'; readonly min: number; readonly max: number } | { readonly kind: 'duration' };
 
 /**
@@ -31,7 +31,7 @@ interface Option<K extends string, T> {
 
 /**
  * Every setting, once: the environment variable, the `serve` flag, the default, the help text and the
- * schema of its raw text all come from this table, and so do the README's configuration table and the
+ * schema of its raw text all come from this table, and so do docs/configuration.md's table and the
  * type Config.
  */
 export const OPTIONS = [

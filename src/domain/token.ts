@@ -5,7 +5,7 @@ import { SCOPES, userNameProblem, type Scope } from './principal.js';
 export const TOKEN_PREFIX = 'pst_';
 const TOKEN_BYTES = 32; // 256 bits of entropy
 /**
- * What the README and `plantstore token revoke` promise: a revoked (or expired) token is refused by
+ * What docs/tokens.md and `plantstore token revoke` promise: a revoked (or expired) token is refused by
  * every running server within this time. The servers' token cache (http/auth/opaque.ts) is bounded by it.
  */
 export const REVOCATION_WITHIN_MS = 5000;

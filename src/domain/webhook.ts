@@ -27,7 +27,7 @@ export interface NewWebhookEndpoint {
   readonly allUsers: boolean;
   readonly url: string;
   readonly description: string | null;
-  /** The Standard Webhooks secret, `whsec_` + base64. Stored as it is: signing needs it (see README). */
+  /** The Standard Webhooks secret, `whsec_` + base64. Stored as it is: signing needs it (docs/webhooks.md). */
   readonly secret: string;
 }
 

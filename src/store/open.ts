@@ -40,7 +40,7 @@ export interface OpenOptions {
 /**
  * The one place a backend is chosen (used by server.ts, the CLI (cli/store.ts, cli/data.ts) and the test helper), and the one place
  * that decides whether its lists are cached. PostgreSQL's are not: other instances write to it too, and
- * this one would not see their writes (see README).
+ * this one would not see their writes (docs/design.md, "The page cache").
  */
 export async function openStore(location: StoreLocation, options: OpenOptions): Promise<Store> {
   switch (location.kind) {
@@ -64,7 +64,7 @@ export async function openStore(location: StoreLocation, options: OpenOptions): 
 /**
  * A store for `plantstore export` and `import` (src/transfer/), never behind the list cache. An import
  * into SQLite holds the server lock, as a server does: the plants it writes would go stale in a running
- * server's list cache, which relies on being their only writer (see README).
+ * server's list cache, which relies on being their only writer (docs/design.md, "The page cache").
  */
 export async function openTransferStore(location: StoreLocation, options: OpenOptions & { readonly importing: boolean }): Promise<TransferableStore> {
   switch (location.kind) {

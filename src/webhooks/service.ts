@@ -38,7 +38,7 @@ export interface WebhookService {
    * The endpoint was deleted through this worker's app (DELETE /webhooks/{id}, before it answers): events
    * of it that this worker holds, or that a claim under way brings, are dropped, not sent. A deletion elsewhere (the CLI, another instance)
    * reaches a worker only through the store: events it held already may still start within their short
-   * local wait (see the README).
+   * local wait (docs/webhooks.md).
    */
   endpointDeleted(endpointId: string): void;
 }

@@ -12,7 +12,7 @@ export function signingKey(secret: string): Buffer {
 /**
  * The `webhook-signature` header of one attempt (Standard Webhooks, version 1): `v1,` and the base64
  * HMAC-SHA256, keyed by the secret's bytes, of `id.timestamp.body`, so that a receiver using the
- * `standardwebhooks` library (or the three lines in the README) verifies it. `key` is `signingKey(secret)`
+ * `standardwebhooks` library (or the few lines docs/webhooks.md shows) verifies it. `key` is `signingKey(secret)`
  * (decoded once per claim rather than per call, by whoever signs many).
  */
 export function sign(secret: string | Buffer, id: string, timestampSeconds: number, body: string): string {

@@ -164,7 +164,7 @@ test('limits and security settings parse as documented', () => {
   assert.deepEqual(loadConfig({}, { RATE_LIMIT: '100/hour' }).rateLimit, { limit: 100, windowMs: 3_600_000 });
 });
 
-test('the range --help and the README show for each number is the range the option accepts', () => {
+test('the range --help and docs/configuration.md show for each number is the range the option accepts', () => {
   const numbers = (OPTIONS as readonly OptionInfo[]).filter((o) => o.values?.kind === 'integer');
   assert.ok(numbers.some((o) => o.env === 'PORT'));
   for (const o of numbers) {

@@ -8,7 +8,7 @@ import type { Connections } from './pool.js';
  * Group reads, as group commit does for creates: the lists asked for during one turn of the event loop
  * go to PostgreSQL as one statement per query shape, one round trip for all of them. On a small machine
  * a round trip, not the rows, is what a list costs: waking a PostgreSQL backend and this process again
- * for each one (see README: Performance). Each distinct list is still its own index range scan (see
+ * for each one (see docs/performance.md). Each distinct list is still its own index range scan (see
  * listBatchText; identical ones share one, see #flush), read by a statement that starts after the
  * request arrived: never staler than a statement of its own.
  *

@@ -60,7 +60,7 @@ export function statements({ param: p, timeType }: Dialect): Statements {
       version integer PRIMARY KEY, name text NOT NULL, applied_at ${timeType} NOT NULL)`,
     appliedMigrations: 'SELECT version FROM schema_migrations',
     recordMigration: `INSERT INTO schema_migrations (version, name, applied_at) VALUES (${p(1)}, ${p(2)}, ${p(3)})`,
-    // For metrics, at scrape time (README: Metrics). The pending events are read from the covering
+    // For metrics, at scrape time (docs/logs-and-metrics.md). The pending events are read from the covering
     // partial index webhook_deliveries_due, at most `cap` of them, so a scrape stays quick whatever the
     // backlog; no index of its own, which every queued event would pay for. seq follows queueing order,
     // so the smallest seq is the oldest.

@@ -38,8 +38,8 @@ export class Series<L extends string> {
 
 /**
  * A labelled histogram for the request path: prom-client's own (15.x) builds a label hash string and
- * looks it up on every observe, which measured about ten times a `performance.now()` per call, twice per
- * request (its duration and its store operation's). Here a caller keeps its `Series` (made once per label
+ * looks it up on every observe, which cost far more than the clock reads around it, twice per request
+ * (its duration and its store operation's). Here a caller keeps its `Series` (made once per label
  * set) and an observe is a bucket search and three additions. Everything else is prom-client's: the
  * registry writes these samples (names, label escaping, the +Inf bucket, the content type) exactly as it
  * writes its own histograms, from what `get()` returns, the shape its Histogram#get returns.

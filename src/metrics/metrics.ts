@@ -9,9 +9,9 @@ import { measureStore } from '../store/wrappers/timing.js';
 export const PREFIX = 'plantstore_';
 
 /**
- * The pending webhook events a scrape counts at most (Store.webhookBacklog): measured with 100,000
- * pending, a scrape's read took about 1-6 ms on SQLite and 20-50 ms on PostgreSQL on a loaded 2-core
- * machine; past it, the gauge stays at this value and the alert on the oldest event's age still fires.
+ * The pending webhook events a scrape counts at most (Store.webhookBacklog), so that a scrape's read
+ * stays short whatever the backlog (docs/logs-and-metrics.md); past it, the gauge stays at this value and
+ * the alert on the oldest event's age still fires.
  */
 export const BACKLOG_CAP = 100_000;
 
@@ -22,10 +22,9 @@ export const BACKLOG_CAP = 100_000;
 export const SCRAPE_STORE_TIMEOUT_MS = 2000;
 /**
  * How often the event loop's delay is sampled for the nodejs_eventloop_lag_* percentiles (prom-client's
- * default is 10 ms). Each sample is a timer that wakes the main thread: at 10 ms an idle instance woke
- * 100 times a second (2 times without metrics), and instances sharing a machine took each other's CPU
- * with it (measured with six instances on two cores, one loaded at a time with the same cached list: 24.7
- * to 30.6 µs a request at 10 ms, 23.0 to 28.5 at 100 ms). At 50 ms the samples are fewer, not
+ * default is 10 ms). Each sample is a timer that wakes the main thread, and at prom-client's default an
+ * idle instance woke a hundred times a second: instances sharing a machine took each other's CPU with
+ * it, measurably per request. At 50 ms the samples are fewer, not
  * different: a stall still delays whichever sample falls due during it, so the percentiles describe the
  * same delays, from 20 samples a second (a scrape resets them; the first interval after it is not
  * counted, as with any precision).

@@ -7,8 +7,8 @@ type ChildOptions = Parameters<FastifyBaseLogger['child']>[1];
 /**
  * A request's logger (`request.log`), whose pino child (the request id bound to every line) is made the
  * first time something is logged through it. Fastify makes a child for every request, and with request
- * logging off (ACCESS_LOG=off, the default) almost no request logs anything: making it was 3% of the
- * server's CPU for a cached list (pino serializes the bindings when the child is made). A line logged
+ * logging off (ACCESS_LOG=off, the default) almost no request logs anything, and making it was a visible share of a cached list's CPU
+ * (pino serializes the bindings when the child is made). A line logged
  * through it is the child's line, the same as before.
  */
 class RequestLogger implements FastifyBaseLogger {

@@ -86,11 +86,11 @@ try {
  * (it runs with wal_autocheckpoint = 0). A checkpoint copies the WAL's frames back into the database
  * file and syncs both files: SQLite's automatic one runs inside the COMMIT that pushes the WAL past
  * 1,000 frames, so on the event loop, where every request in flight waited for it (an fsync of the
- * database file took 14–33 ms on this machine's disk, about once a second in the realistic mix).
+ * database file, about once a second under a steady write load).
  *
  * Same threshold as SQLite's default (`frames`, 1,000), checked every `checkMs` (see CHECKPOINTER for
  * how). Reads never wait for it; a write waits only while the last frames are copied and the file
- * synced (the FULL step: up to about 40 ms measured in the mix, about once a second), where before
+ * synced (the FULL step), where before
  * every request in flight waited for the whole checkpoint.
  */
 export function startCheckpointer(

@@ -38,8 +38,8 @@ interface Entry {
   readonly bytes: number;
   /**
    * Neighbours in recency order. A list, not the Map's insertion order: taking the oldest from the
-   * front of a churning Map walks over the holes its deletions leave (measured: a million cache-missing
-   * lists took 92 s instead of 17 s).
+   * front of a churning Map walks over the holes its deletions leave, which made a long run of
+   * cache-missing lists several times slower.
    */
   older: Entry | null;
   newer: Entry | null;
@@ -62,8 +62,8 @@ const OWNER_BYTES = 192;
 const OWNER_TAG_BYTES = 96;
 /**
  * The byte budget per plant of LIST_CACHE_PLANTS (25.6 MB at the default 100000). A plant whose name
- * and tag hold 40 characters together is estimated at 96 + 4 × 40 = 256 bytes (measured: 160 with its
- * JSON text), so up to there the plant bound comes first; longer plants, or many small or empty pages,
+ * and tag hold 40 characters together is estimated at 96 + 4 × 40 = 256 bytes (more than it was
+ * seen to take with its JSON text), so up to there the plant bound comes first; longer plants, or many small or empty pages,
  * reach the byte bound first.
  */
 const CACHE_BYTES_PER_PLANT = 256;

@@ -48,9 +48,8 @@ const checkOf = (scope: CursorScope): Buffer => hash('sha256', listingText('v2',
  *   nothing the page did not (where it ends); cursors of different listings differ.
  *
  * The limit is not bound: changing the page size while paging is harmless. One cipher object each way,
- * made once, enciphers one block a call (ECB on a single block is the bare permutation): 2.3 µs a seal
- * or an open with the hash, against 4.9 and 4.0 µs for version 1's AES-GCM, which needs a cipher object
- * per cursor (bench/cursor.ts). The version 2 key is HMAC-SHA-256(store key, a label), so the two versions never share an AES
+ * made once, enciphers one block a call (ECB on a single block is the bare permutation), about half the
+ * cost of version 1's AES-GCM, which needs a cipher object per cursor (bench/tools/cursor.ts measures both). The version 2 key is HMAC-SHA-256(store key, a label), so the two versions never share an AES
  * key; version 1 cursors, sealed by earlier releases, still open (with the store key, as before) but are
  * no longer sealed.
  */

@@ -8,6 +8,14 @@ import { removeStaleTemporaries, temporaryPath } from './temporary-files.js';
 export interface BackupOptions {
   /** Replace `out` if it exists (never the store itself or one of its companion files). */
   readonly force?: boolean;
+  /** Told the pages to copy, the pages copied, and what is being done when that cannot be counted. */
+  readonly progress?: BackupProgress | undefined;
+}
+
+export interface BackupProgress {
+  total(pages: number): void;
+  add(pages: number): void;
+  phase(text: string): void;
 }
 
 export interface BackupResult {
@@ -90,7 +98,7 @@ function fsyncPath(path: string, flags = 'r'): void {
  */
 const LOCKED_WAIT_MS = 5000;
 
-export async function backupSqlite(path: string, out: string, { force = false }: BackupOptions = {}): Promise<BackupResult> {
+export async function backupSqlite(path: string, out: string, { force = false, progress }: BackupOptions = {}): Promise<BackupResult> {
   const store = existingStore(path);
   const final = destination(out, store, force);
   let source: Database.Database | undefined;
@@ -108,7 +116,19 @@ export async function backupSqlite(path: string, out: string, { force = false }:
     // The first step only starts the backup; the next copies every page in one step, so one read
     // transaction. Copied in small steps, every write the server commits in between would restart it,
     // and under steady writes it might never finish.
-    const copied = await source.backup(temporary, { progress: () => 0x7fffffff });
+    // That one step blocks this thread while it copies: what can be shown is how much it copies.
+    let counted = 0;
+    const copied = await source.backup(temporary, {
+      progress({ totalPages, remainingPages }) {
+        counted = totalPages - remainingPages;
+        progress?.total(totalPages);
+        progress?.add(counted);
+        progress?.phase(`copying ${totalPages.toLocaleString('en-US')} pages in one read transaction`);
+        return 0x7fffffff;
+      },
+    });
+    progress?.add(copied.totalPages - counted);
+    progress?.phase('checking the copy (integrity_check)');
     // A store another connection kept locked past LOCKED_WAIT_MS: SQLite's first step answered BUSY
     // before it counted a page, which better-sqlite3 takes for a finished copy of nothing.
     if (copied.totalPages === 0) throw new Error(`the store stayed locked by another connection for ${LOCKED_WAIT_MS / 1000} s (SQLITE_BUSY); try again`);

@@ -35,9 +35,7 @@ function webhookHealth(db: Database.Database): WebhookHealth {
 }
 
 export async function inspectSqlite(path: string): Promise<StoreInspection> {
-  const absent: StoreInspection = {
-    backend: 'sqlite', exists: false, serverVersion: null, schemaVersion: null, pendingMigrations: [], unknownMigrations: [], webhooks: null,
-  };
+  const absent: StoreInspection = { backend: 'sqlite', exists: false, serverVersion: null, ...migrationState('sqlite', []), webhooks: null };
   let realPath: string;
   try {
     realPath = realpathSync(path);
@@ -46,7 +44,7 @@ export async function inspectSqlite(path: string): Promise<StoreInspection> {
     throw error;
   }
   if (!statSync(realPath).isFile()) throw new Error(`the SQLite store ${named(path, realPath)} is not a file`);
-  if (statSync(realPath).size === 0) return { ...absent, exists: true, ...migrationState('sqlite', []) };
+  if (statSync(realPath).size === 0) return { ...absent, exists: true };
   let db: Database.Database;
   try {
     db = openReadOnly(realPath);

@@ -33,7 +33,7 @@ test('serve --help says where each value came from: a flag over the environment 
   assert.match(res.stdout, /--port N\s+TCP port[^]*?now: 9003 \(from flag\)/);
   assert.match(res.stdout, /--host VALUE\s+Address[^]*?now: ::1 \(from environment\)/);
   assert.match(res.stdout, new RegExp(`--log-level VALUE[^]*?now: warn \\(from ${file.replaceAll('.', '\\.')}:3\\)`));
-  assert.match(res.stdout, /now: postgres:\/\/app:\*\*\*@127\.0\.0\.1:1\/plants \(from /);
+  assert.match(res.stdout, /now: postgres:\/\/app:\*\*\*@127\.0\.0\.1:1\/plants \(from\s/);
   assert.ok(!res.stdout.includes('hunter2'), 'the password is never shown');
   assert.doesNotMatch(res.stdout, /--docs VALUE[^-]*now:/, 'a setting at its default has no "now"');
 });
@@ -46,7 +46,7 @@ test('a settings file with an unknown key or a bad value stops every command wit
   writeFileSync(bad, '# three\n\nPORT=http\n');
   const env = { DATABASE_URL: undefined, PORT: undefined };
   for (const [args, message] of [
-    [['migrate', '--config', typo], `${typo}:2: unknown setting DATABSE_URL (did you mean DATABASE_URL?)`],
+    [['migrate', '--config', typo], `${typo}:2: unknown setting DATABSE_URL (did you mean DATABASE_URL?); the settings are listed by "plantstore serve --help"`],
     [['token', 'list', `--config=${bad}`], `${bad}:3: PORT must be a whole number from 0 to 65535, got "http"`],
     [['--config', join(dir, 'missing.env'), 'doctor', '--json'], undefined],
     [['migrate', '--config', join(dir, 'missing.env')], `cannot read the settings file ${join(dir, 'missing.env')}: no such file`],

@@ -14,7 +14,7 @@ import { tempDir } from '../helpers/transfer.js';
 async function source(t: Parameters<typeof testApp>[0]) {
   const app = await testApp(t);
   const alice = await app.token('alice');
-  for (const name of ['a', 'b', 'c']) assert.equal((await create(app.app, alice, { name })).statusCode, 200);
+  for (const [i, name] of ['a', 'b', 'c'].entries()) assert.equal((await create(app.app, alice, { id: i + 1, name })).statusCode, 200);
   return { DATABASE_URL: app.url };
 }
 

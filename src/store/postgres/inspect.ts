@@ -1,7 +1,6 @@
 import pg from 'pg';
 import { postgresPlace } from '../../domain/database-url.js';
-import { INSPECT, migrationState, WEBHOOKS_MIGRATION } from '../sql/inspect.js';
-import type { StoreInspection, WebhookHealth } from '../inspect.js';
+import { INSPECT, migrationState, WEBHOOKS_MIGRATION, type StoreInspection, type WebhookHealth } from '../sql/inspect.js';
 import { connectionString } from './startup.js';
 
 /** Why a connection failed, as the operator can act on it; never the URL (it may hold a password). */

@@ -1,8 +1,7 @@
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import Database from './driver.js';
 import { errno, named } from './errors.js';
-import { INSPECT, migrationState, WEBHOOKS_MIGRATION } from '../sql/inspect.js';
-import type { StoreInspection, WebhookHealth } from '../inspect.js';
+import { INSPECT, migrationState, WEBHOOKS_MIGRATION, type StoreInspection, type WebhookHealth } from '../sql/inspect.js';
 
 /** Bytes 18 and 19 of a SQLite file: its read and write versions, 2 in WAL mode, 1 in rollback-journal mode. */
 const FORMAT_VERSIONS = 18;

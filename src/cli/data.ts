@@ -54,9 +54,8 @@ webhook signing secrets: keep it as safe as the store. Prints the file, its size
   --config FILE       Read DATABASE_URL (and any other setting) from FILE, KEY=value lines; also
                       PLANTSTORE_CONFIG=FILE. A flag or variable wins over it.
 
-On a terminal, stderr shows the pages to copy, then the check, with the time elapsed; elsewhere only the
-summary line is printed. The pages are copied in one step, in one read transaction, so that the server's
-writes meanwhile cannot restart the copy: its progress is not counted page by page.
+On a terminal, stderr shows the pages copied so far, the rate, the time elapsed and an estimate of the
+time left, then the check; elsewhere only the summary line is printed.
 
 To restore: stop the server, then point DATABASE_URL at the copy, or move the copy over the store file
 (removing the old store's -wal and -shm files first). On PostgreSQL use pg_dump and pg_restore (README,

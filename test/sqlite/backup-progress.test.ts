@@ -6,13 +6,13 @@ import { runCli } from '../helpers/process.js';
 import { runCliOnTerminal } from '../helpers/pty.js';
 import { tempDir } from '../helpers/transfer.js';
 
-test('backup shows its pages and phases on a terminal, the summary alone elsewhere, nothing with --quiet', async (t) => {
+test('backup shows the pages copied, then its check, on a terminal; the summary alone elsewhere, nothing with --quiet', async (t) => {
   const dir = tempDir(t);
   const env = { DATABASE_URL: `sqlite:${join(dir, 'store.db')}` };
   assert.equal((await runCli(['migrate'], env)).code, 0);
   const shown = await runCliOnTerminal(['backup', '--out', join(dir, 'a.db')], env);
   assert.equal(shown.code, 0, shown.stderr);
-  assert.match(shown.stderr, /\rbacking up: copying \d+ pages in one read transaction, 0:\d\d elapsed\x1b\[K/);
+  assert.match(shown.stderr, /\rbacking up: \d+ of \d+ pages \(\d+%\), \d+\/s, 0:\d\d elapsed[^\r]*\x1b\[K/);
   assert.match(shown.stderr, /\rbacking up: checking the copy \(integrity_check\), 0:\d\d elapsed\x1b\[K/);
   assert.match(shown.stdout, /^Backed up sqlite:\S+ to \S+a\.db: \d+ bytes, 0 plants, integrity_check ok\.\n$/);
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { testDatabase } from '../helpers/app.js';
@@ -69,6 +69,7 @@ test('a settings file with an unknown key or a bad value stops every command wit
   assert.equal(fatalMessages(serve.stdout), `${bad}:3: PORT must be a whole number from 0 to 65535, got "http"`);
 
   const cases: Array<[string[], RegExp]> = [
+    [['migrate', '--config', dir], /^plantstore: cannot read the settings file .*: it is a directory\n$/],
     [['migrate', '--config'], /^plantstore: --config needs a FILE/],
     [['migrate', '--config', '--json'], /^plantstore: --config needs a FILE/],
     [['migrate', '--config', typo, '--config', bad], /^plantstore: --config is given twice; one settings file is read/],
@@ -77,6 +78,13 @@ test('a settings file with an unknown key or a bad value stops every command wit
     const res = await runCli(args, env, dir);
     assert.equal(res.code, 2, args.join(' '));
     assert.match(res.stderr, message, args.join(' '));
+  }
+});
+
+test('--help names --config: the main help and the help of the commands that use a store', async () => {
+  assert.match((await runCli(['--help'])).stdout, /^ {2}--config FILE {9}Read settings from FILE, KEY=value lines \(also PLANTSTORE_CONFIG=FILE\); any command$/m);
+  for (const args of [['migrate', '--help'], ['export', '--help'], ['import', '--help'], ['backup', '--help'], ['token', '--help'], ['doctor', '--help']]) {
+    assert.match((await runCli(args)).stdout, /--config FILE/, args.join(' '));
   }
 });
 
@@ -93,6 +101,11 @@ test('a PostgreSQL password in the settings file is never logged, nor printed in
   assert.equal(doctor.code, 1);
   assert.match(doctor.stdout, /^note\s+setting: DATABASE_URL=postgres:\/\/app:\*\*\*@127\.0\.0\.1:1\/plants \(from .*p\.env:1\)$/m);
   assert.ok(!`${doctor.stdout}${doctor.stderr}`.includes('hunter2'));
+  const readable = /^attention settings: .*p\.env holds a PostgreSQL password and every user of this machine can read it \(chmod 600, or 640 for the server's group\)$/m;
+  chmodSync(file, 0o644);
+  assert.match((await runCli(['doctor', '--config', file], env, dir)).stdout, readable);
+  chmodSync(file, 0o600);
+  assert.doesNotMatch((await runCli(['doctor', '--config', file], env, dir)).stdout, readable);
 
   writeFileSync(file, 'DATABASE_URL=postgres://app:hunter2@127.0.0.1:99999/plants\n');
   const refused = await runCli(['token', 'list', '--config', file], env, dir);

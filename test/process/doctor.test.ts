@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { BACKEND, testDatabase } from '../helpers/app.js';
-import { AUDIENCE, closedPort, signingKey, TestProvider } from '../helpers/jwt-provider.js';
+import { newEndpointId, newWebhookSecret } from '../../src/domain/webhook.js';
+import { BACKEND, testDatabase, testStore } from '../helpers/app.js';
+import { AUDIENCE, closedPort, signingKey, TestProvider, weakRsaKey } from '../helpers/jwt-provider.js';
 import { runCli } from '../helpers/process.js';
 
 // plantstore doctor as an operator runs it, on each backend: one line per finding, exit 0 or 1, --json.
@@ -64,6 +65,38 @@ test('doctor on a store with pending migrations says which, exit 1, and applies 
   assert.match(res.stdout, new RegExp(`^attention schema: version ${latest - 1}; pending: ${String(latest).padStart(3, '0')}_\\w+ \\(serve applies them at start, or run "plantstore migrate"\\)$`, 'm'));
   assert.match(res.stdout, /^1 finding needs attention\.$/m);
   assert.equal(await appliedVersions(db), latest - 1, 'doctor wrote no schema row');
+
+  await db.sql(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'from_the_future', ${BACKEND === 'postgres' ? 'now()' : '0'})`);
+  const newer = await runCli(['doctor'], env);
+  assert.equal(newer.code, 1);
+  assert.match(newer.stdout, /^attention schema: version 999: migrations 999 are unknown to this plantstore; a newer plantstore migrated the store, run that one$/m);
+});
+
+test('doctor on an empty database says it holds no store yet, exit 1, and makes none', async (t) => {
+  const db = await testDatabase(t);
+  const res = await runCli(['doctor'], { DATABASE_URL: db.url });
+  assert.equal(res.code, 1);
+  assert.match(res.stdout, BACKEND === 'postgres'
+    ? /^attention store: postgres:\S+ holds no plantstore store yet: serve or "plantstore migrate" creates its tables$/m
+    : /^attention store: no store at sqlite:\S+: serve or "plantstore migrate" would create a new, empty one \(is DATABASE_URL the server's\?\)$/m);
+  assert.equal((await doctorJson({ DATABASE_URL: db.url })).report.store?.exists, false, 'still none');
+});
+
+test('doctor on webhook events waiting for an hour and failed: each needs attention', async (t) => {
+  const { store, url, sql } = await testStore(t);
+  assert.notEqual(await store.webhooks.createWebhook({ id: newEndpointId(), user: 'alice', allUsers: false, url: 'https://hooks.example/a', description: null, secret: newWebhookSecret() }, 10), 'limit');
+  for (const [i, name] of ['a', 'b'].entries()) assert.equal(await store.plants.createPlant('alice', { id: BigInt(i + 1), name }), 'created');
+  const fresh = await runCli(['doctor'], { DATABASE_URL: url });
+  assert.equal(fresh.code, 0, fresh.stdout);
+  assert.match(fresh.stdout, /^ok {8}webhooks: 2 events waiting for delivery, the oldest queued at \S+Z$/m);
+  const hoursAgo = BACKEND === 'postgres' ? "now() - interval '2 hours'" : String(Date.now() - 7_200_000);
+  await sql(`UPDATE webhook_deliveries SET created_at = ${hoursAgo} WHERE seq = (SELECT min(seq) FROM webhook_deliveries)`);
+  await sql(`UPDATE webhook_deliveries SET state = 'failed' WHERE seq = (SELECT max(seq) FROM webhook_deliveries)`);
+  const res = await runCli(['doctor'], { DATABASE_URL: url });
+  assert.equal(res.code, 1);
+  assert.match(res.stdout, /^attention webhooks: 1 event waiting for delivery, the oldest queued at \S+Z$/m);
+  assert.match(res.stdout, /^attention webhooks: 1 event failed after the last retry \(kept for WEBHOOK_RETENTION\); "plantstore webhook deliveries ID" shows why$/m);
+  assert.match(res.stdout, /^2 findings need attention\.$/m);
 });
 
 test('doctor on a store with a disabled webhook endpoint names it, exit 1', async (t) => {
@@ -89,6 +122,12 @@ test('doctor checks the identity provider: usable keys are ok, an unreachable ke
   const up = await runCli(['doctor'], { ...env, JWT_ISSUER: provider.issuer });
   assert.equal(up.code, 0, up.stdout);
   assert.match(up.stdout, new RegExp(`^ok {8}identity provider: ${provider.issuer} answers with 1 usable key$`, 'm'));
+
+  const useless = await TestProvider.start(t, [weakRsaKey('small')]);
+  const unusable = await runCli(['doctor'], { ...env, JWT_ISSUER: undefined, JWT_JWKS_URL: useless.jwksUrl });
+  assert.equal(unusable.code, 1);
+  assert.match(unusable.stdout, new RegExp(`^attention identity provider: ${useless.jwksUrl} publishes no key this server can use \\(JWT_ALGORITHMS RS256,PS256,ES256,EdDSA\\)$`, 'm'));
+  assert.match(unusable.stdout, /^note {6}identity provider: key small is skipped: /m);
 
   const gone = `http://127.0.0.1:${await closedPort()}/jwks`;
   const { code, report } = await doctorJson({ ...env, JWT_ISSUER: undefined, JWT_JWKS_URL: gone });

@@ -36,6 +36,11 @@ test('serve --help says where each value came from: a flag over the environment 
   assert.match(res.stdout, /now: postgres:\/\/app:\*\*\*@127\.0\.0\.1:1\/plants \(from\s/);
   assert.ok(!res.stdout.includes('hunter2'), 'the password is never shown');
   assert.doesNotMatch(res.stdout, /--docs VALUE[^-]*now:/, 'a setting at its default has no "now"');
+
+  const refused = await runCli(['serve', '--help', '--config', file], { PORT: 'http' });
+  assert.equal(refused.code, 0, 'help is still shown');
+  assert.match(refused.stdout, /\n\nThe settings as given now are refused: PORT must be a whole number from 0 to 65535, got "http"\n$/);
+  assert.doesNotMatch(refused.stdout, /now: /);
 });
 
 test('a settings file with an unknown key or a bad value stops every command with the file and line, exit 2, no stack', async (t) => {

@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { nearestName } from '../domain/nearest.js';
 
 /** A mistake in how the command was called: message on stderr, exit code 2. */
 export class UsageError extends Error {}
@@ -9,29 +10,6 @@ export class OptionError extends UsageError {
   withHelp(command: string): string {
     return `${this.message}; see "plantstore ${command} --help"`;
   }
-}
-
-/** Edits (insertions, deletions, substitutions, swaps of neighbours) from `a` to `b`. */
-function distance(a: string, b: string): number {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      const row = d[i] as number[];
-      const above = d[i - 1] as number[];
-      row[j] = Math.min((above[j] as number) + 1, (row[j - 1] as number) + 1, (above[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1));
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) row[j] = Math.min(row[j] as number, ((d[i - 2] as number[])[j - 2] as number) + 1);
-    }
-  }
-  return (d[a.length] as number[])[b.length] as number;
-}
-
-/** The option meant by a mistyped one (`--prot`): the nearest by a few edits, or the one it begins (`--us`). */
-export function nearestOption(name: string, options: readonly string[]): string | undefined {
-  const ranked = options
-    .map((option) => ({ option, edits: option.startsWith(name) && name.length >= 4 ? 0 : distance(name, option) }))
-    .filter(({ option, edits }) => edits <= Math.max(1, Math.floor(Math.min(option.length, name.length) / 3)))
-    .sort((x, y) => x.edits - y.edits);
-  return ranked[0]?.option;
 }
 
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -48,7 +26,7 @@ function explain(args: string[], options: Options): string | undefined {
     const option = options[token.name];
     if (option === undefined) {
       const known = Object.keys(options).map((name) => `--${name}`);
-      const guess = token.rawName.startsWith('--') ? nearestOption(token.rawName, known) : undefined;
+      const guess = token.rawName.startsWith('--') ? nearestName(token.rawName, known) : undefined;
       return `unknown option ${token.rawName}${guess ? ` (did you mean ${guess}?)` : ''}`;
     }
     if (option.type !== 'string') continue;
@@ -74,4 +52,34 @@ export function parse<T extends Options>(args: string[], options: T, allowPositi
     if (explained !== undefined) throw new OptionError(explained);
     throw new UsageError((error as Error).message);
   }
+}
+
+/**
+ * `--config FILE` (or `--config=FILE`), which every command takes, wherever it is before a `--`: the
+ * other arguments, and FILE.
+ */
+export function takeConfigOption(argv: readonly string[]): { readonly args: string[]; readonly file: string | undefined } {
+  const args: string[] = [];
+  let file: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--') {
+      args.push(...argv.slice(i));
+      break;
+    }
+    let value: string | undefined;
+    if (arg === '--config') {
+      value = argv[++i];
+      if (value === undefined || value.startsWith('-')) throw new UsageError('--config needs a FILE (KEY=value lines; see "plantstore serve --help")');
+    } else if (arg.startsWith('--config=')) {
+      value = arg.slice('--config='.length);
+    } else {
+      args.push(arg);
+      continue;
+    }
+    if (value === '') throw new UsageError('--config needs a FILE (KEY=value lines; see "plantstore serve --help")');
+    if (file !== undefined) throw new UsageError('--config is given twice; one settings file is read');
+    file = value;
+  }
+  return { args, file };
 }

@@ -2,14 +2,29 @@ import { describeStore } from '../config/database.js';
 import { loadDatabaseConfig } from '../config/load.js';
 import { openTransferStore } from '../store/open.js';
 import { parse, UsageError } from './args.js';
+import { startProgress, type Progress } from './progress.js';
 import { DATABASE_OPTION, withOpenedStore, withStore } from './store.js';
+
+const QUIET_OPTION = { quiet: { type: 'boolean', short: 'q' } } as const;
+
+/** Runs `work`; when it fails, the progress line is cleared first, so that the error has a line of its own. */
+async function withProgress<T>(progress: Progress, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    progress.stop();
+    throw error;
+  }
+}
 
 // The commands that move the store as a whole: its schema (migrate), a copy (backup), and its contents
 // out and in (export, import).
 
-const MIGRATE_HELP = `Usage: plantstore migrate [--database-url URL]
+const MIGRATE_HELP = `Usage: plantstore migrate [--database-url URL] [--config FILE]
 
-Applies pending migrations (serve also does this at start). DATABASE_URL is read when the flag is absent.`;
+Applies pending migrations (serve also does this at start). DATABASE_URL is read when the flag is absent,
+from the environment, else from the settings file (--config FILE, or PLANTSTORE_CONFIG=FILE).
+"plantstore doctor" lists the pending migrations without applying them.`;
 
 export async function migrateCommand(args: string[]): Promise<void> {
   const { values } = parse(args, DATABASE_OPTION);
@@ -25,7 +40,7 @@ export async function migrateCommand(args: string[]): Promise<void> {
   );
 }
 
-const BACKUP_HELP = `Usage: plantstore backup --out FILE [--force] [--database-url URL]
+const BACKUP_HELP = `Usage: plantstore backup --out FILE [--force] [--quiet] [--database-url URL]
 
 Copies the SQLite store to FILE with SQLite's online backup API: a consistent copy of everything committed
 when the copy began, made while the server keeps serving and writing. The copy is one standalone file,
@@ -34,15 +49,22 @@ webhook signing secrets: keep it as safe as the store. Prints the file, its size
 
   --out FILE          Where the copy goes; its directory must exist
   --force             Replace FILE if it exists (never the store itself)
+  --quiet             Print nothing but errors (no progress, no summary)
   --database-url URL  The store to copy; default: DATABASE_URL, else sqlite:./data/plantstore.db
+  --config FILE       Read DATABASE_URL (and any other setting) from FILE, KEY=value lines; also
+                      PLANTSTORE_CONFIG=FILE. A flag or variable wins over it.
+
+On a terminal, stderr shows the pages copied so far, the rate, the time elapsed and an estimate of the
+time left, then the check; elsewhere only the summary line is printed.
 
 To restore: stop the server, then point DATABASE_URL at the copy, or move the copy over the store file
 (removing the old store's -wal and -shm files first). On PostgreSQL use pg_dump and pg_restore (README,
 "Backups").`;
 
 export async function backupCommand(args: string[]): Promise<void> {
-  const { values } = parse(args, { ...DATABASE_OPTION, out: { type: 'string' }, force: { type: 'boolean' } });
+  const { values } = parse(args, { ...DATABASE_OPTION, ...QUIET_OPTION, out: { type: 'string' }, force: { type: 'boolean' } });
   if (values.help) return void console.log(BACKUP_HELP);
+  const quiet = values.quiet ?? false;
   if (values.out === undefined || values.out === '') throw new UsageError('backup needs --out FILE');
   const { database } = loadDatabaseConfig(values['database-url']);
   if (database.kind !== 'sqlite') {
@@ -51,32 +73,35 @@ export async function backupCommand(args: string[]): Promise<void> {
         '(restore with pg_restore; see "Backups" in the README)',
     );
   }
-  console.error(`using ${describeStore(database, 'url')}`);
+  if (!quiet) console.error(`using ${describeStore(database, 'url')}`);
   const { backupSqlite } = await import('../store/sqlite/backup.js');
-  const copy = await backupSqlite(database.path, values.out, { force: values.force ?? false });
-  if (copy.removedTemporaries.length > 0) {
-    console.error(`removed what interrupted backups or exports had left beside ${copy.path}: ${copy.removedTemporaries.join(', ')}`);
-  }
-  console.log(`Backed up ${describeStore(database, 'url')} to ${copy.path}: ${copy.bytes} bytes, ${copy.plants} plants, integrity_check ok.`);
+  const progress = startProgress({ label: 'backing up', unit: 'pages', quiet });
+  const copy = await withProgress(progress, () => backupSqlite(database.path, values.out as string, { force: values.force ?? false, progress }));
+  progress.done(copy.removedTemporaries.length > 0 ? [`removed what interrupted backups or exports had left beside ${copy.path}: ${copy.removedTemporaries.join(', ')}`] : []);
+  if (!quiet) console.log(`Backed up ${describeStore(database, 'url')} to ${copy.path}: ${copy.bytes} bytes, ${copy.plants} plants, integrity_check ok.`);
 }
 
-const EXPORT_HELP = `Usage: plantstore export [--out FILE] [--force] [--database-url URL]
+const EXPORT_HELP = `Usage: plantstore export [--out FILE] [--force] [--quiet] [--database-url URL]
 
   --out FILE          Where to write; default (or -): stdout, which must not be a terminal
   --force             Replace FILE if it exists (a pipe or a device, such as /dev/null, is written into);
                       never the SQLite store itself or its -wal, -shm, -journal or .lock
+  --quiet             Print nothing but errors (no progress, no summary)
   --database-url URL  The store to export; default: DATABASE_URL, else sqlite:./data/plantstore.db
+  --config FILE       Read DATABASE_URL (and any other setting) from FILE, KEY=value lines; also
+                      PLANTSTORE_CONFIG=FILE. A flag or variable wins over it.
 
 Writes every plant (with its owner and exact id), token (its hash; no secret exists), webhook endpoint
 (with its signing secret) and pending webhook event, in creation order, from one snapshot: NDJSON with a
 header line. FILE appears only once complete and on disk, with mode 0600: it holds webhook secrets, so
 keep it as private as the store, and out of version control. The store may serve requests meanwhile.
-The summary goes to stderr.
-See README "Moving between stores (export and import)".`;
+The summary goes to stderr; on a terminal, stderr also shows the records written so far, the rate, the
+time elapsed and an estimate of the time left. See docs/backups.md, "Moving between stores".`;
 
 export async function exportCommand(args: string[]): Promise<void> {
-  const { values } = parse(args, { ...DATABASE_OPTION, out: { type: 'string' }, force: { type: 'boolean' } });
+  const { values } = parse(args, { ...DATABASE_OPTION, ...QUIET_OPTION, out: { type: 'string' }, force: { type: 'boolean' } });
   if (values.help) return void console.log(EXPORT_HELP);
+  const quiet = values.quiet ?? false;
   const out = values.out ?? '-';
   if (out === '') throw new UsageError('--out needs a file name (or - for stdout)');
   if (out === '-' && process.stdout.isTTY) {
@@ -94,26 +119,36 @@ export async function exportCommand(args: string[]): Promise<void> {
   await withOpenedStore(
     values['database-url'],
     (location, options) => openTransferStore(location, { ...options, importing: false }),
-    (store) => runExport(store, out, (line) => console.error(line), { force: values.force ?? false }),
-    { mustExist: true },
+    async (store) => {
+      const progress = startProgress({ label: 'exporting', unit: 'records', quiet });
+      const summary = await withProgress(progress, () => runExport(store, out, progress.log, { force: values.force ?? false, progress }));
+      progress.done(summary);
+    },
+    { mustExist: true, quiet },
   );
 }
 
-const IMPORT_HELP = `Usage: plantstore import FILE [--skip-conflicts] [--database-url URL]
+const IMPORT_HELP = `Usage: plantstore import FILE [--skip-conflicts] [--quiet] [--database-url URL]
 
   FILE                A file written by "plantstore export"; - reads stdin
   --skip-conflicts    Keep what the store holds where a record's key is stored with other content,
                       and import the rest (default: stop at the first such batch, exit 1)
+  --quiet             Print nothing but errors (no progress, no notices, no summary)
   --database-url URL  The store to load into (SQLite or PostgreSQL); default: DATABASE_URL, else
                       sqlite:./data/plantstore.db
+  --config FILE       Read DATABASE_URL (and any other setting) from FILE, KEY=value lines; also
+                      PLANTSTORE_CONFIG=FILE. A flag or variable wins over it.
 
 Loads in batches of 1,000 in file order, each committed on its own, keeping ids, hashes, secrets and
 times. A record already stored with the same content is left alone, so importing twice changes nothing
-and a failed import can be run again. Stop the SQLite store's server first (an import holds its lock).`;
+and a failed import can be run again. Stop the SQLite store's server first (an import holds its lock).
+The summary goes to stderr; on a terminal, stderr also shows the records imported so far (of those the
+file's header announces), the rate, the time elapsed and an estimate of the time left.`;
 
 export async function importCommand(args: string[]): Promise<void> {
-  const { values, positionals } = parse(args, { ...DATABASE_OPTION, 'skip-conflicts': { type: 'boolean' } }, true);
+  const { values, positionals } = parse(args, { ...DATABASE_OPTION, ...QUIET_OPTION, 'skip-conflicts': { type: 'boolean' } }, true);
   if (values.help) return void console.log(IMPORT_HELP);
+  const quiet = values.quiet ?? false;
   const [path, ...extra] = positionals;
   if (path === undefined || path === '' || extra.length > 0) throw new UsageError('import needs one FILE (written by "plantstore export"; - for stdin)');
   const { openImportFile, readImportHeader, runImport } = await import('../transfer/import.js');
@@ -124,7 +159,12 @@ export async function importCommand(args: string[]): Promise<void> {
     await withOpenedStore(
       values['database-url'],
       (location, options) => openTransferStore(location, { ...options, importing: true }),
-      (store) => runImport(store, file.name, source, { skipConflicts: values['skip-conflicts'] ?? false, log: (line) => console.error(line) }),
+      async (store) => {
+        const progress = startProgress({ label: 'importing', unit: 'records', quiet });
+        const options = { skipConflicts: values['skip-conflicts'] ?? false, log: progress.log, progress };
+        progress.done(await withProgress(progress, () => runImport(store, file.name, source, options)));
+      },
+      { quiet },
     );
   } finally {
     await file.close();

@@ -1,4 +1,5 @@
-import { allowedValues, OPTIONS, type OptionInfo } from '../config/options.js';
+import { sourceName, type Settings } from '../config/load.js';
+import { allowedValues, OPTIONS, shownValue, type OptionInfo } from '../config/options.js';
 
 // The help that is made rather than written: the main help's list of commands, from the command table
 // (cli/index.ts), and `serve --help`, from the option table. Each command group's own help is a text in
@@ -28,6 +29,7 @@ ${commands.map((c) => mainLine(c.args === undefined ? c.name : `${c.name} ${c.ar
 Options:
 ${mainLine('-h, --help', 'Show this help; "plantstore <command> --help" shows a command\'s options')}
 ${mainLine('-v, --version', 'Print plantstore\'s version')}
+${mainLine('--config FILE', 'Read settings from FILE, KEY=value lines (also PLANTSTORE_CONFIG=FILE); any command')}
 
 Every command that uses the store says on stderr which one ("using sqlite:/…/plantstore.db"): the CLI and
 the server share a store only when they name the same one (DATABASE_URL, default sqlite:./data/plantstore.db,
@@ -54,24 +56,41 @@ function wrap(text: string, width: number): string[] {
 
 /**
  * Two aligned columns: the flag with its value's kind, then what it does, its environment variable, its
- * default and what it accepts, wrapped within the description column.
+ * default and what it accepts, wrapped within the description column. With `settings` (what the flags,
+ * the environment and the settings file give now), each setting not at its default also says its value
+ * and where it came from; a string is why they are refused.
  */
-export function serveHelp(width = Math.min(HELP_WIDTH, process.stdout.isTTY ? process.stdout.columns : HELP_WIDTH)): string {
+export function serveHelp(
+  settings?: Settings | string,
+  width = Math.min(HELP_WIDTH, process.stdout.isTTY ? process.stdout.columns : HELP_WIDTH),
+): string {
   const metavar = (o: OptionInfo) => (o.values?.kind === 'integer' ? 'N' : o.values?.kind === 'duration' ? 'DURATION' : 'VALUE');
   const flags = OPTIONS.map((o: OptionInfo) => `--${o.flag} ${metavar(o)}`);
   const column = Math.max(...flags.map((f) => f.length)) + 4; // two spaces of indent, two between columns
   const textWidth = Math.max(30, width - column);
+  const now = (o: OptionInfo): string[] => {
+    if (typeof settings !== 'object') return [];
+    const source = settings.sources[o.env];
+    const value = settings.given[o.env];
+    if (source === undefined || source.kind === 'default' || value === undefined) return [];
+    return wrap(`now: ${value === '' ? '(empty)' : shownValue(o, value)} (from ${sourceName(source)})`, textWidth);
+  };
   const rows = OPTIONS.map((o: OptionInfo, i) => {
     const text = [
       ...wrap(o.help, textWidth),
       ...wrap([`env ${o.env}`, `default ${o.default === '' ? '(empty)' : o.default}`, allowedValues(o)].filter(Boolean).join(', '), textWidth),
+      ...now(o),
     ];
     return text.map((line, j) => `${j === 0 ? `  ${flags[i]}`.padEnd(column) : ''.padEnd(column)}${line}`).join('\n');
   });
+  const file = typeof settings === 'object' && settings.file !== null ? `\nSettings file: ${settings.file}.` : '';
+  const refused = typeof settings === 'string' ? `\n\nThe settings as given now are refused: ${settings}` : '';
   return `Usage: plantstore serve [options]
 
-Each option can also be set by the environment variable named under it (env); a flag wins over the
-environment. N is a whole number; DURATION is a whole number and s, m, h or d.
+Each option can also be set by the environment variable named under it (env), or by a line VAR=value in
+a settings file (--config FILE, or PLANTSTORE_CONFIG=FILE). A flag wins over the environment, which wins
+over the file. N is a whole number; DURATION is a whole number and s, m, h or d. A setting given a value
+says it, and where from, under "now".${file}
 
-${rows.join('\n')}`;
+${rows.join('\n')}${refused}`;
 }

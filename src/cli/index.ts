@@ -1,21 +1,27 @@
 import { ConfigError } from '../config/error.js';
+import { CONFIG_FILE_VARIABLE } from '../config/load.js';
 import { TokenRequestError } from '../domain/token.js';
 import { packageVersion } from '../version.js';
-import { OptionError, UsageError } from './args.js';
+import { OptionError, takeConfigOption, UsageError } from './args.js';
 import { backupCommand, exportCommand, importCommand, migrateCommand } from './data.js';
+import { doctorCommand } from './doctor.js';
 import { mainHelp, type CommandSummary } from './help.js';
 import { LoggedError, serveCommand } from './serve.js';
 import { TOKEN_HELP, tokenCreate, tokenList, tokenRevoke } from './token.js';
 import { WEBHOOK_HELP, webhookAdd, webhookDeliveries, webhookList, webhookRemove } from './webhook.js';
 
 interface Command extends CommandSummary {
-  /** Runs the command with the arguments after its name; a refusal is thrown (see main). */
-  readonly run: (args: string[]) => Promise<void>;
+  /**
+   * Runs the command with the arguments after its name; a refusal is thrown (see main). A command that
+   * has said what it found (doctor) may return its exit code.
+   */
+  readonly run: (args: string[]) => Promise<void | number>;
 }
 
 /** Every command, in the order the main help lists them. */
 const COMMANDS: readonly Command[] = [
   { name: 'serve', summary: 'Run the HTTP service (migrations run at start)', run: serveCommand },
+  { name: 'doctor', summary: 'Check the store, settings, PostgreSQL, identity provider and webhooks; writes nothing', run: doctorCommand },
   { name: 'migrate', summary: 'Apply pending database migrations and exit', run: migrateCommand },
   { name: 'token create', summary: 'Create a bearer token (printed once, on the last line of stdout)', run: tokenCreate },
   { name: 'token list', summary: 'List tokens (never their secrets)', run: tokenList },
@@ -39,10 +45,14 @@ const GROUPS: Readonly<Record<string, string>> = { token: TOKEN_HELP, webhook: W
 
 const MAIN_HELP = mainHelp(COMMANDS);
 
-export async function main(argv: string[]): Promise<number> {
-  const [first, second, ...rest] = argv;
+export async function main(commandLine: string[]): Promise<number> {
   let name = '';
   try {
+    const { args: argv, file } = takeConfigOption(commandLine);
+    // Named to the settings loader as PLANTSTORE_CONFIG names it, so that every command reads it, through
+    // whichever loader it uses (config/load.ts); the flag wins over the variable, as flags do.
+    if (file !== undefined) process.env[CONFIG_FILE_VARIABLE] = file;
+    const [first, second, ...rest] = argv;
     if (first === '--version' || first === '-v' || first === 'version') {
       console.log(`plantstore ${packageVersion()}`);
       return 0;
@@ -59,8 +69,8 @@ export async function main(argv: string[]): Promise<number> {
     name = group === undefined ? first : `${group} ${second}`;
     const command = COMMANDS.find((c) => c.name === name);
     if (!command) throw new UsageError(`unknown command "${name}"\n\n${MAIN_HELP}`);
-    await command.run(group === undefined ? argv.slice(1) : rest);
-    return 0;
+    const code = await command.run(group === undefined ? argv.slice(1) : rest);
+    return typeof code === 'number' ? code : 0;
   } catch (error) {
     if (error instanceof LoggedError) return error.exitCode;
     const usage = error instanceof UsageError || error instanceof ConfigError || error instanceof TokenRequestError;

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import { ConfigError } from '../config/error.js';
-import { loadConfig, loadLogConfig, type Config } from '../config/load.js';
+import { loadConfig, loadLogConfig, loadSettings, type Config, type Settings } from '../config/load.js';
 import { OPTIONS } from '../config/options.js';
 import { processLogger } from '../logger.js';
 import { OptionError, parse, UsageError } from './args.js';
@@ -26,6 +26,16 @@ function flagsOf(args: string[]): Record<string, string | undefined> {
   }
 }
 
+/** What `serve --help` shows of the settings in effect: them, or why they are refused. */
+function settingsOrRefusal(flags: Readonly<Record<string, string | undefined>>): Settings | string {
+  try {
+    return loadSettings(flags);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.message;
+    throw error;
+  }
+}
+
 /**
  * The fatal line that ends `serve`: the message alone for what the operator has to fix (a refused
  * setting, a port in use, a store that cannot open), the error with its stack for anything else.
@@ -45,8 +55,9 @@ export async function serveCommand(args: string[]): Promise<void> {
   let config: Config;
   try {
     const { values } = parse(args, SERVE_FLAGS);
-    if (values.help) return void console.log(serveHelp());
-    config = loadConfig(Object.fromEntries(OPTIONS.map((o) => [o.flag, values[o.flag] as string | undefined])));
+    const flags = Object.fromEntries(OPTIONS.map((o) => [o.flag, values[o.flag] as string | undefined]));
+    if (values.help) return void console.log(serveHelp(settingsOrRefusal(flags)));
+    config = loadConfig(flags);
   } catch (error) {
     const settings = loadLogConfig(flagsOf(args));
     const refused = error instanceof OptionError ? new OptionError(error.withHelp('serve')) : error;

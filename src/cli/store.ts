@@ -18,6 +18,8 @@ interface StoreUse {
    */
   readonly missing?: string;
   readonly onMigrated?: OpenOptions['onMigrated'];
+  /** --quiet: nothing on stderr but errors (not which store, not that a new one is made). */
+  readonly quiet?: boolean;
 }
 
 export function withStore<T>(databaseUrl: string | undefined, use: (store: Store) => Promise<T>, how: StoreUse = {}): Promise<T> {
@@ -28,12 +30,12 @@ export async function withOpenedStore<S extends Store, T>(
   databaseUrl: string | undefined,
   open: (location: DatabaseConfig, options: OpenOptions) => Promise<S>,
   use: (store: S) => Promise<T>,
-  { mustExist: mustExistOption = false, missing, onMigrated }: StoreUse = {},
+  { mustExist: mustExistOption = false, missing, onMigrated, quiet = false }: StoreUse = {},
 ): Promise<T> {
   const config = loadDatabaseConfig(databaseUrl);
   // A relative default means a CLI run from another directory finds another store, or makes a new one
   // whose tokens the server never sees: say which store this is, and when it is new.
-  console.error(`using ${describeStore(config.database, 'url')}`);
+  if (!quiet) console.error(`using ${describeStore(config.database, 'url')}`);
   if (config.database.kind === 'sqlite' && !existsSync(config.database.path)) {
     if (mustExistOption) throw new Error(`no store at ${config.database.path}: there is nothing to export`);
     if (missing !== undefined) {
@@ -41,13 +43,13 @@ export async function withOpenedStore<S extends Store, T>(
         `no store at ${config.database.path}: ${missing} (run the command in the server's directory, or give it the server's DATABASE_URL)`,
       );
     }
-    console.error(
+    if (!quiet) console.error(
       `no store at ${config.database.path} yet: creating a new one (a server started in another directory, ` +
         'or with another DATABASE_URL, will not see it)',
     );
   }
   // Progress (waiting for PostgreSQL) goes to stderr, so stdout carries only the command's output.
-  const logger = processLogger('info', config.logFormat, { fd: 2, sync: true });
+  const logger = processLogger(quiet ? 'error' : 'info', config.logFormat, { fd: 2, sync: true });
   // On PostgreSQL, the same rule: a command with nothing to do without a store makes no tables.
   const mustExist = missing !== undefined || mustExistOption;
   let store: S;

@@ -20,6 +20,8 @@ export const TOKEN_HELP = `Usage:
   --database-url URL  The store to use; default: DATABASE_URL, else sqlite:./data/plantstore.db,
                       relative to the working directory. Use the server's store: run the command
                       in the server's directory, or give it the server's DATABASE_URL.
+  --config FILE       Read DATABASE_URL (and any other setting) from FILE, KEY=value lines, as the
+                      server does; also PLANTSTORE_CONFIG=FILE. A flag or variable wins over it.
 
 The store used is printed on stderr ("using …"). The secret is printed once, alone on the last line of
 stdout; only its SHA-256 hash is stored.`;

@@ -1,10 +1,10 @@
 import { isAbsolute, resolve } from 'node:path';
 import { ConfigError } from './error.js';
-import { postgresUrlProblem, type StoreLocation } from '../domain/database-url.js';
+import { describeStore, postgresUrlProblem, type StoreLocation } from '../domain/database-url.js';
 
 // Where the store is, as the configuration gives it (DATABASE_URL, parsed).
 export type DatabaseConfig = StoreLocation;
-export { describeStore } from '../domain/database-url.js';
+export { describeStore };
 
 // The value may hold a password, so it is not repeated in the message.
 export const DATABASE_URL_REFUSAL = 'DATABASE_URL must start with sqlite:, postgres:// or postgresql://';
@@ -23,4 +23,13 @@ export function parseDatabaseUrl(value: string): DatabaseConfig {
   const problem = postgresUrlProblem(value);
   if (problem) throw new ConfigError(`DATABASE_URL${problem.startsWith('is ') ? ' ' : ': '}${problem}`);
   return { kind: 'postgres', url: value };
+}
+
+/** DATABASE_URL as doctor and `serve --help` show it: any password masked, never the text as given. */
+export function showDatabaseUrl(value: string): string {
+  try {
+    return describeStore(parseDatabaseUrl(value), 'url');
+  } catch {
+    return '(not shown: it is refused, and may hold a password)';
+  }
 }

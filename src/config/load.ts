@@ -1,6 +1,7 @@
 import envSchema from 'env-schema';
 import { Type } from 'typebox';
 import { asTyped, ConfigError } from './error.js';
+import { readSettingsFile, type SettingsFile } from './file.js';
 import { OPTIONS, type OptionInfo, type TableOption } from './options.js';
 
 /** The settings, typed by the table: each key's type is what its option's parse returns. */
@@ -28,13 +29,72 @@ const RAW_SCHEMA = Type.Object(
   { additionalProperties: false },
 );
 
-/** Flags win over the environment, which wins over defaults. */
+/** The variable that names the settings file; `--config FILE` sets it for the CLI's own process. */
+export const CONFIG_FILE_VARIABLE = 'PLANTSTORE_CONFIG';
+
+/** Where a setting's value came from. */
+export type SettingSource =
+  | { readonly kind: 'default' }
+  | { readonly kind: 'file'; readonly file: string; readonly line: number }
+  | { readonly kind: 'env' }
+  | { readonly kind: 'flag' };
+
+/** The settings, each with its source and the text it was given as (defaults excluded). */
+export interface Settings {
+  readonly config: Config;
+  /** By variable name (PORT): every setting of the table. */
+  readonly sources: Readonly<Record<string, SettingSource>>;
+  /** By variable name: the text of each setting given by a flag, the environment or the file. */
+  readonly given: Readonly<Record<string, string>>;
+  /** The settings file read, as it was named; null when none was. */
+  readonly file: string | null;
+}
+
+/** How a source is named in messages, doctor and `serve --help`. */
+export function sourceName(source: SettingSource): string {
+  switch (source.kind) {
+    case 'file':
+      return `${source.file}:${source.line}`;
+    case 'env':
+      return 'environment';
+    default:
+      return source.kind;
+  }
+}
+
+const KNOWN_VARIABLES = OPTIONS.map((o) => o.env);
+
+/** The settings file that `env` names (PLANTSTORE_CONFIG), read; undefined when it names none. */
+function settingsFileOf(env: NodeJS.ProcessEnv): SettingsFile | undefined {
+  const path = env[CONFIG_FILE_VARIABLE];
+  return path === undefined || path === '' ? undefined : readSettingsFile(path, KNOWN_VARIABLES);
+}
+
+/** Flags win over the environment, which wins over the settings file, which wins over defaults. */
 export function loadConfig(flags: Readonly<Record<string, string | undefined>> = {}, env: NodeJS.ProcessEnv = process.env): Config {
+  return loadSettings(flags, env).config;
+}
+
+/** loadConfig, with where each value came from. */
+export function loadSettings(flags: Readonly<Record<string, string | undefined>> = {}, env: NodeJS.ProcessEnv = process.env): Settings {
+  const file = settingsFileOf(env);
   const given: Record<string, string> = {};
+  const sources: Record<string, SettingSource> = {};
   for (const o of OPTIONS) {
-    const value = flags[o.flag] ?? env[o.env];
+    const fromFile = file?.settings.get(o.env);
+    const [value, source]: [string | undefined, SettingSource] =
+      flags[o.flag] !== undefined ? [flags[o.flag], { kind: 'flag' }]
+      : env[o.env] !== undefined ? [env[o.env], { kind: 'env' }]
+      : fromFile !== undefined && file !== undefined ? [fromFile.value, { kind: 'file', file: file.name, line: fromFile.line }]
+      : [undefined, { kind: 'default' }];
+    sources[o.env] = source;
     if (value !== undefined) given[o.env] = value;
   }
+  // A refusal of a value from the file says where it is: "/etc/plantstore.env:3: PORT must be …".
+  const located = (error: ConfigError, o: OptionInfo | undefined) => {
+    const source = o === undefined ? undefined : sources[o.env];
+    return source?.kind === 'file' ? new ConfigError(`${sourceName(source)}: ${error.message}`) : error;
+  };
   try {
     // env: false, since the caller passes the environment (tests pass their own); our strings need no
     // coercion (every schema is a string), so env-schema's shared ajv instance is used as it is.
@@ -42,18 +102,25 @@ export function loadConfig(flags: Readonly<Record<string, string | undefined>> =
     try {
       raw = envSchema({ schema: RAW_SCHEMA, data: given, env: false });
     } catch (error) {
-      throw refusalOf(error, given);
+      const { refusal, option } = refusalOf(error, given);
+      throw located(refusal, option);
     }
-    return configOf(raw);
+    return { config: configOf(raw, located), sources, given, file: file?.name ?? null };
   } catch (error) {
     throw error instanceof ConfigError ? asTyped(error, OPTIONS.filter((o) => flags[o.flag] !== undefined)) : error;
   }
 }
 
 /** The settings from validated raw text: each option's parse, in table order. */
-function configOf(raw: Record<string, unknown>): Config {
+function configOf(raw: Record<string, unknown>, located: (error: ConfigError, o: OptionInfo) => ConfigError): Config {
   const config: Partial<Record<TableOption['key'], unknown>> = {};
-  for (const o of OPTIONS) config[o.key] = o.parse(String(raw[o.env]));
+  for (const o of OPTIONS) {
+    try {
+      config[o.key] = o.parse(String(raw[o.env]));
+    } catch (error) {
+      throw error instanceof ConfigError ? located(error, o) : error;
+    }
+  }
   // Every key of the table is set just above, each to its parse's type, which is what Config says.
   checkTogether(config as Config);
   return config as Config;
@@ -63,12 +130,12 @@ function configOf(raw: Record<string, unknown>): Config {
  * env-schema's error, as the message of the first option it names (ajv reports properties in table
  * order). Its own text ("env/PORT must match pattern …") names the pattern, not what the setting takes.
  */
-function refusalOf(error: unknown, given: Readonly<Record<string, string>>): ConfigError {
+function refusalOf(error: unknown, given: Readonly<Record<string, string>>): { refusal: ConfigError; option: OptionInfo | undefined } {
   const errors = (error as { errors?: ReadonlyArray<{ instancePath: string }> }).errors ?? [];
   const name = errors[0]?.instancePath.split('/')[1];
   const o = OPTIONS.find((candidate) => candidate.env === name);
-  if (o === undefined) return new ConfigError(error instanceof Error ? error.message : String(error));
-  return new ConfigError(o.refusal(given[o.env] ?? o.default));
+  if (o === undefined) return { refusal: new ConfigError(error instanceof Error ? error.message : String(error)), option: undefined };
+  return { refusal: new ConfigError(o.refusal(given[o.env] ?? o.default)), option: o };
 }
 
 /** Every setting at its default, from the table (options.ts); the HTTP layer's defaults come from here. */
@@ -94,10 +161,16 @@ export function loadLogConfig(
   flags: Readonly<Record<string, string | undefined>>,
   env: NodeJS.ProcessEnv = process.env,
 ): Pick<Config, 'logLevel' | 'logFormat'> {
+  let file: SettingsFile | undefined;
+  try {
+    file = settingsFileOf(env);
+  } catch {
+    // The file is refused (that is then what is logged): its two settings are read where they can be.
+  }
   const one = <K extends 'logLevel' | 'logFormat'>(key: K): Config[K] => {
     const o = OPTIONS.find((candidate) => candidate.key === key) as OptionInfo;
     try {
-      return loadConfig({ [o.flag]: flags[o.flag] }, { [o.env]: env[o.env] })[key];
+      return loadConfig({ [o.flag]: flags[o.flag] }, { [o.env]: env[o.env] ?? file?.settings.get(o.env)?.value })[key];
     } catch {
       return DEFAULTS[key];
     }

@@ -1,6 +1,6 @@
 import { Type, type TSchema } from 'typebox';
 import { DURATION, parseDuration } from '../domain/duration.js';
-import { DATABASE_URL_REFUSAL, parseDatabaseUrl } from './database.js';
+import { DATABASE_URL_REFUSAL, parseDatabaseUrl, showDatabaseUrl } from './database.js';
 import { ConfigError } from './error.js';
 import {
   JWT_ALGORITHMS, LOG_FORMATS, LOG_LEVELS, parseJwtAlgorithms, parseJwtDefaultScopes, parseRate, parseTrustProxy, providerUrlProblem, RATE,
@@ -23,6 +23,8 @@ interface Option<K extends string, T> {
   readonly default: string;
   readonly help: string;
   readonly values?: OptionValues;
+  /** How the value is shown (doctor, `serve --help`) when it may hold a secret: with the secret masked. */
+  readonly show?: (value: string) => string;
   readonly schema: TSchema;
   /** The message when the text does not have the schema's shape; it names the variable. */
   refusal(value: string): string;
@@ -62,6 +64,7 @@ export const OPTIONS = [
       schema: Type.String({ pattern: '^(sqlite:|postgres(ql)?://)' }),
       refusal: () => DATABASE_URL_REFUSAL,
       parse: parseDatabaseUrl,
+      show: showDatabaseUrl,
     },
   ),
   integerOption(
@@ -207,7 +210,7 @@ function metricsPortRefusal(value: string): string {
 /** An option whose flag is its variable's name in kebab case (DATABASE_URL → --database-url). */
 function option<K extends string, T>(
   key: K, env: string, def: string, help: string,
-  rest: Pick<Option<K, T>, 'schema' | 'refusal' | 'parse'> & { values?: OptionValues },
+  rest: Pick<Option<K, T>, 'schema' | 'refusal' | 'parse'> & { values?: OptionValues; show?: (value: string) => string },
 ): Option<K, T> {
   return { key, env, flag: env.toLowerCase().replaceAll('_', '-'), default: def, help, ...rest };
 }
@@ -285,4 +288,9 @@ export function allowedValues(o: OptionInfo): string | undefined {
     default:
       return undefined;
   }
+}
+
+/** A setting's text as it may be shown: a password in it masked. */
+export function shownValue(o: OptionInfo, value: string): string {
+  return o.show === undefined ? value : o.show(value);
 }

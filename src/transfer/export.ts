@@ -8,12 +8,19 @@ export interface ExportSummary {
   readonly seconds: number;
 }
 
+/** Told how far a transfer is (the CLI draws it on a terminal): the records in all, then each batch done. */
+export interface TransferProgress {
+  total(records: number): void;
+  add(records: number): void;
+}
+
 /** Writes each batch's lines and counts them. */
-async function writeAll<T>(batches: AsyncIterable<readonly T[]>, line: (record: T) => string, sink: Sink): Promise<number> {
+async function writeAll<T>(batches: AsyncIterable<readonly T[]>, line: (record: T) => string, sink: Sink, progress?: TransferProgress): Promise<number> {
   let n = 0;
   for await (const batch of batches) {
     for (const record of batch) await sink.write(line(record));
     n += batch.length;
+    progress?.add(batch.length);
   }
   return n;
 }
@@ -23,16 +30,17 @@ async function writeAll<T>(batches: AsyncIterable<readonly T[]>, line: (record: 
  * snapshot (docs/backups.md, "Moving between stores"). The sink is finished only when every line was written
  * and the lines matched the header's counts; otherwise it is aborted, and the error thrown.
  */
-export async function exportStore(store: TransferableStore, sink: Sink): Promise<ExportSummary> {
+export async function exportStore(store: TransferableStore, sink: Sink, progress?: TransferProgress): Promise<ExportSummary> {
   const started = performance.now();
   try {
     const { counts, exportedAt } = await store.transfer().readSnapshot(async (s: Snapshot) => {
       await sink.write(headerLine(store.backend, s.takenAt, s.counts));
+      progress?.total(s.counts.plants + s.counts.tokens + s.counts.webhooks + s.counts.events);
       const written: TransferCounts = {
-        plants: await writeAll(s.plants(), plantLine, sink),
-        tokens: await writeAll(s.tokens(), tokenLine, sink),
-        webhooks: await writeAll(s.webhooks(), webhookLine, sink),
-        events: await writeAll(s.events(), eventLine, sink),
+        plants: await writeAll(s.plants(), plantLine, sink, progress),
+        tokens: await writeAll(s.tokens(), tokenLine, sink, progress),
+        webhooks: await writeAll(s.webhooks(), webhookLine, sink, progress),
+        events: await writeAll(s.events(), eventLine, sink, progress),
       };
       // One snapshot: a difference means the store changed under it, and the file would not be one moment.
       for (const kind of Object.keys(written) as Array<keyof TransferCounts>) {
@@ -55,14 +63,17 @@ export function describeCounts(c: TransferCounts): string {
 }
 
 /**
- * The command: to `out` ("-" for stdout), then a summary on stderr (`log`), so that stdout carries the
- * export alone.
+ * The command: to `out` ("-" for stdout); notices (`log`) and progress go elsewhere (the CLI: stderr),
+ * so that stdout carries the export alone. Returns the summary lines.
  */
-export async function runExport(store: TransferableStore, out: string, log: (line: string) => void, { force = false } = {}): Promise<void> {
+export async function runExport(
+  store: TransferableStore, out: string, log: (line: string) => void, { force = false, progress }: { force?: boolean; progress?: TransferProgress } = {},
+): Promise<string[]> {
   const sink = out === '-' ? streamSink(process.stdout, 'stdout') : await fileSink(out, { force, log });
-  const summary = await exportStore(store, sink);
-  log(`exported ${describeCounts(summary.counts)} to ${sink.name} in ${summary.seconds.toFixed(1)} s (snapshot of ${summary.exportedAt.toISOString()})`);
+  const summary = await exportStore(store, sink, progress);
+  const lines = [`exported ${describeCounts(summary.counts)} to ${sink.name} in ${summary.seconds.toFixed(1)} s (snapshot of ${summary.exportedAt.toISOString()})`];
   if (summary.counts.webhooks > 0) {
-    log(`${sink.name} holds the signing secrets of ${summary.counts.webhooks} webhook endpoints: keep it as private as the store itself`);
+    lines.push(`${sink.name} holds the signing secrets of ${summary.counts.webhooks} webhook endpoints: keep it as private as the store itself`);
   }
+  return lines;
 }

@@ -2,6 +2,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import type { BatchResult, Conflict, StoreTransfer, TransferableStore } from '../store/transfer.js';
 import { decodeHeader, decodeLine, FormatError, type Decoded } from './decode.js';
 import { COUNT_OF, KINDS, type Header, type Kind } from './format.js';
+import type { TransferProgress } from './export.js';
 import { readLines } from './lines.js';
 
 /** Records per transaction: one commit (and on SQLite one fsync) per thousand rows. */
@@ -13,6 +14,8 @@ export interface ImportOptions {
   readonly skipConflicts: boolean;
   /** Receives notices as the import goes (conflicts skipped, tokens given new ids). */
   readonly log: (line: string) => void;
+  /** Told the records in all (the header's counts), then each batch written. */
+  readonly progress?: TransferProgress | undefined;
 }
 
 export interface KindTally {
@@ -103,6 +106,7 @@ async function importRecords(store: TransferableStore, { header, lines }: Import
   let batch: Pending | undefined;
   let batchFirstLine = 0;
   let lastLine = 1;
+  options.progress?.total(KINDS.reduce((sum, k) => sum + header.counts[COUNT_OF[k]], 0));
 
   const flush = async () => {
     if (batch === undefined || batch.records.length === 0) return;
@@ -114,6 +118,7 @@ async function importRecords(store: TransferableStore, { header, lines }: Import
     tally.skipped += result.conflicts.length;
     for (const c of result.conflicts) if (shown++ < CONFLICTS_SHOWN) options.log(`skipped ${conflictText(c)}`);
     for (const r of result.renumbered) options.log(`token ${r.from} is token ${r.to} in this store: its id was another token's here`);
+    options.progress?.add(batch.records.length);
     batch = undefined;
   };
 
@@ -169,10 +174,9 @@ export async function openImportFile(path: string): Promise<{ readonly name: str
   return { name: path, input: handle.createReadStream({ autoClose: false }), close: () => handle.close() };
 }
 
-/** The command: the import, then a summary on stderr (`log`). */
-export async function runImport(store: TransferableStore, name: string, source: ImportSource, options: ImportOptions): Promise<void> {
+/** The command: the import; returns its summary lines. */
+export async function runImport(store: TransferableStore, name: string, source: ImportSource, options: ImportOptions): Promise<string[]> {
   const summary = await importRecords(store, source, options);
   const { backend, exportedAt } = summary.header;
-  options.log(`imported ${name} (exported from ${backend} at ${exportedAt}) in ${summary.seconds.toFixed(1)} s:`);
-  for (const line of describeImport(summary, options.skipConflicts)) options.log(line);
+  return [`imported ${name} (exported from ${backend} at ${exportedAt}) in ${summary.seconds.toFixed(1)} s:`, ...describeImport(summary, options.skipConflicts)];
 }

@@ -1,6 +1,7 @@
 import { closeSync, existsSync, fsyncSync, linkSync, openSync, realpathSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
 import { basename, dirname, join, resolve } from 'node:path';
-import Database from './driver.js';
+import Database, { sqliteDriver } from './driver.js';
 import { errno, named, openFailure } from './errors.js';
 import { storeFileProblem } from './own-files.js';
 import { removeStaleTemporaries, temporaryPath } from './temporary-files.js';
@@ -8,6 +9,14 @@ import { removeStaleTemporaries, temporaryPath } from './temporary-files.js';
 export interface BackupOptions {
   /** Replace `out` if it exists (never the store itself or one of its companion files). */
   readonly force?: boolean;
+  /** Told the pages to copy, the pages copied, and what is being done when that cannot be counted. */
+  readonly progress?: BackupProgress | undefined;
+}
+
+export interface BackupProgress {
+  total(pages: number): void;
+  add(pages: number): void;
+  phase(text: string): void;
 }
 
 export interface BackupResult {
@@ -90,9 +99,11 @@ function fsyncPath(path: string, flags = 'r'): void {
  */
 const LOCKED_WAIT_MS = 5000;
 
-export async function backupSqlite(path: string, out: string, { force = false }: BackupOptions = {}): Promise<BackupResult> {
+export async function backupSqlite(path: string, out: string, { force = false, progress }: BackupOptions = {}): Promise<BackupResult> {
   const store = existingStore(path);
   const final = destination(out, store, force);
+  // Opened here for what refuses it (not a database, not readable), said as the other commands say it;
+  // the copy is made on a connection of its worker thread's (copyPages).
   let source: Database.Database | undefined;
   try {
     source = new Database(store, { fileMustExist: true, timeout: LOCKED_WAIT_MS });
@@ -105,10 +116,8 @@ export async function backupSqlite(path: string, out: string, { force = false }:
   try {
     // Created empty here, so that its mode is ours; SQLite takes an empty file as a new database.
     closeSync(openSync(temporary, 'wx', 0o600));
-    // The first step only starts the backup; the next copies every page in one step, so one read
-    // transaction. Copied in small steps, every write the server commits in between would restart it,
-    // and under steady writes it might never finish.
-    const copied = await source.backup(temporary, { progress: () => 0x7fffffff });
+    const copied = await copyPages(store, temporary, progress);
+    progress?.phase('checking the copy (integrity_check)');
     // A store another connection kept locked past LOCKED_WAIT_MS: SQLite's first step answered BUSY
     // before it counted a page, which better-sqlite3 takes for a finished copy of nothing.
     if (copied.totalPages === 0) throw new Error(`the store stayed locked by another connection for ${LOCKED_WAIT_MS / 1000} s (SQLITE_BUSY); try again`);
@@ -139,6 +148,75 @@ export async function backupSqlite(path: string, out: string, { force = false }:
   // The copy is in place; the rename is durable once its directory is.
   fsyncPath(dirname(final));
   return { path: final, bytes: statSync(final).size, plants, removedTemporaries };
+}
+
+/**
+ * Runs in a worker thread: the copy. Its first step only starts the backup; the next copies every page
+ * in one step, so one read transaction. Copied in small steps, every write the server commits in between
+ * would restart it, and under steady writes it might never finish. That step blocks the thread it runs
+ * on for as long as it copies, hence a thread of its own: the CLI's thread meanwhile counts the pages
+ * written into the copy, for its progress line.
+ */
+const COPY = `
+const { workerData, parentPort } = require('node:worker_threads');
+const Database = require(workerData.driver);
+let source;
+(async () => {
+  try {
+    source = new Database(workerData.store, { fileMustExist: true, timeout: workerData.timeoutMs });
+    const pageSize = source.pragma('page_size', { simple: true });
+    const copied = await source.backup(workerData.temporary, {
+      progress({ totalPages }) {
+        parentPort.postMessage({ started: { totalPages, pageSize } });
+        return 0x7fffffff;
+      },
+    });
+    parentPort.postMessage({ copied: { totalPages: copied.totalPages } });
+  } catch (error) {
+    parentPort.postMessage({ error: { code: error.code, message: error.message } });
+  } finally {
+    source?.close();
+  }
+})();`;
+
+type CopyMessage =
+  | { started: { totalPages: number; pageSize: number } }
+  | { copied: { totalPages: number } }
+  | { error: { code?: string; message: string } };
+
+/** How often the pages written into the copy are counted while it is made. */
+const COUNT_EVERY_MS = 250;
+
+/** Copies the store at `store` into `temporary` (see COPY); resolves with the pages copied. */
+async function copyPages(store: string, temporary: string, progress: BackupProgress | undefined): Promise<{ totalPages: number }> {
+  const worker = new Worker(COPY, { eval: true, workerData: { driver: sqliteDriver.path, store, temporary, timeoutMs: LOCKED_WAIT_MS } });
+  let pageSize = 0;
+  let counted = 0;
+  const count = (pages: number) => {
+    if (pages > counted) progress?.add(pages - counted);
+    counted = Math.max(counted, pages);
+  };
+  // The copy's size grows as SQLite writes its pages out: what has been copied so far.
+  const timer = setInterval(() => {
+    if (pageSize > 0) count(Math.floor((statSync(temporary, { throwIfNoEntry: false })?.size ?? 0) / pageSize));
+  }, COUNT_EVERY_MS);
+  try {
+    const answer = await new Promise<Exclude<CopyMessage, { started: unknown }>>((resolve, reject) => {
+      worker.on('message', (message: CopyMessage) => {
+        if (!('started' in message)) return resolve(message);
+        pageSize = message.started.pageSize;
+        progress?.total(message.started.totalPages);
+      });
+      worker.once('error', reject);
+      worker.once('exit', (code) => reject(new Error(`the backup's worker thread exited with code ${code}`)));
+    });
+    if ('error' in answer) throw Object.assign(new Error(answer.error.message), { code: answer.error.code });
+    count(answer.copied.totalPages);
+    return answer.copied;
+  } finally {
+    clearInterval(timer);
+    await worker.terminate();
+  }
 }
 
 /** Gives `temporary` the name `final` unless a file took that name meanwhile (then EEXIST). */

@@ -1,0 +1,119 @@
+import assert from 'node:assert/strict';
+import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { testDatabase } from '../helpers/app.js';
+import { fatalMessages, runCli, startServer } from '../helpers/process.js';
+import { tempDir } from '../helpers/transfer.js';
+
+// The settings file as a user runs it: `--config FILE` on any command, PLANTSTORE_CONFIG for serve.
+
+test('serve reads its settings from PLANTSTORE_CONFIG, and migrate from --config: the store the file names is used', async (t) => {
+  const dir = tempDir(t);
+  const db = await testDatabase(t);
+  const file = join(dir, 'plantstore.env');
+  writeFileSync(file, `# the store\nDATABASE_URL="${db.url}"\nLOG_LEVEL=info # comment\n`);
+  const migrated = await runCli(['migrate', '--config', file], { DATABASE_URL: undefined }, dir);
+  assert.equal(migrated.code, 0, migrated.stderr);
+  assert.match(migrated.stdout, /migrations? .*; the \w+ store is up to date/);
+  assert.ok(!existsSync(join(dir, 'data')), 'not the default store');
+  const server = await startServer(t, { DATABASE_URL: undefined, PLANTSTORE_CONFIG: file }, dir);
+  const ready = await fetch(`${server.url}/readyz`);
+  assert.equal(ready.status, 200);
+  assert.ok(!existsSync(join(dir, 'data')), 'the server used the file\'s store too');
+});
+
+test('serve --help says where each value came from: a flag over the environment over the file', async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, 'p.env');
+  writeFileSync(file, 'PORT=9001\nHOST=0.0.0.0\nLOG_LEVEL=warn\nDATABASE_URL=postgres://app:hunter2@127.0.0.1:1/plants\n');
+  const res = await runCli(['serve', '--help', '--port', '9003', '--config', file], { PORT: '9002', HOST: '::1', LOG_LEVEL: undefined, DATABASE_URL: undefined });
+  assert.equal(res.code, 0, res.stderr);
+  assert.match(res.stdout, new RegExp(`Settings file: ${file.replaceAll('.', '\\.')}\\.`));
+  assert.match(res.stdout, /--port N\s+TCP port[^]*?now: 9003 \(from flag\)/);
+  assert.match(res.stdout, /--host VALUE\s+Address[^]*?now: ::1 \(from environment\)/);
+  assert.match(res.stdout, new RegExp(`--log-level VALUE[^]*?now: warn \\(from ${file.replaceAll('.', '\\.')}:3\\)`));
+  assert.match(res.stdout, /now: postgres:\/\/app:\*\*\*@127\.0\.0\.1:1\/plants \(from\s/);
+  assert.ok(!res.stdout.includes('hunter2'), 'the password is never shown');
+  assert.doesNotMatch(res.stdout, /--docs VALUE[^-]*now:/, 'a setting at its default has no "now"');
+
+  const refused = await runCli(['serve', '--help', '--config', file], { PORT: 'http' });
+  assert.equal(refused.code, 0, 'help is still shown');
+  assert.match(refused.stdout, /\n\nThe settings as given now are refused: PORT must be a whole number from 0 to 65535, got "http"\n$/);
+  assert.doesNotMatch(refused.stdout, /now: /);
+});
+
+test('a settings file with an unknown key or a bad value stops every command with the file and line, exit 2, no stack', async (t) => {
+  const dir = tempDir(t);
+  const typo = join(dir, 'typo.env');
+  writeFileSync(typo, 'PORT=8080\nDATABSE_URL=sqlite:./x.db\n');
+  const bad = join(dir, 'bad.env');
+  writeFileSync(bad, '# three\n\nPORT=http\n');
+  const env = { DATABASE_URL: undefined, PORT: undefined };
+  for (const [args, message] of [
+    [['migrate', '--config', typo], `${typo}:2: unknown setting DATABSE_URL (did you mean DATABASE_URL?); the settings are listed by "plantstore serve --help"`],
+    [['token', 'list', `--config=${bad}`], `${bad}:3: PORT must be a whole number from 0 to 65535, got "http"`],
+    [['--config', join(dir, 'missing.env'), 'doctor', '--json'], undefined],
+    [['migrate', '--config', join(dir, 'missing.env')], `cannot read the settings file ${join(dir, 'missing.env')}: no such file`],
+  ] as Array<[string[], string | undefined]>) {
+    const res = await runCli(args, env, dir);
+    if (message === undefined) {
+      // doctor reports a refused configuration as a finding, with exit 1.
+      assert.equal(res.code, 1, res.stderr);
+      assert.match(JSON.parse(res.stdout).findings[0].message, /^refused: cannot read the settings file .*missing\.env: no such file$/);
+      continue;
+    }
+    assert.equal(res.code, 2, `${args.join(' ')}: ${res.stderr}`);
+    assert.equal(res.stderr, `plantstore: ${message}\n`, args.join(' '));
+    assert.doesNotMatch(res.stderr, /\n\s+at /, 'no stack');
+  }
+  assert.ok(!existsSync(join(dir, 'data')) && !existsSync(join(dir, 'x.db')), 'no store was created');
+
+  const serve = await runCli(['serve', '--config', bad], { ...env, LOG_FORMAT: 'json' }, dir);
+  assert.equal(serve.code, 2);
+  assert.equal(fatalMessages(serve.stdout), `${bad}:3: PORT must be a whole number from 0 to 65535, got "http"`);
+
+  const cases: Array<[string[], RegExp]> = [
+    [['migrate', '--config', dir], /^plantstore: cannot read the settings file .*: it is a directory\n$/],
+    [['migrate', '--config'], /^plantstore: --config needs a FILE/],
+    [['migrate', '--config', '--json'], /^plantstore: --config needs a FILE/],
+    [['migrate', '--config', typo, '--config', bad], /^plantstore: --config is given twice; one settings file is read/],
+  ];
+  for (const [args, message] of cases) {
+    const res = await runCli(args, env, dir);
+    assert.equal(res.code, 2, args.join(' '));
+    assert.match(res.stderr, message, args.join(' '));
+  }
+});
+
+test('--help names --config: the main help and the help of the commands that use a store', async () => {
+  assert.match((await runCli(['--help'])).stdout, /^ {2}--config FILE {9}Read settings from FILE, KEY=value lines \(also PLANTSTORE_CONFIG=FILE\); any command$/m);
+  for (const args of [['migrate', '--help'], ['export', '--help'], ['import', '--help'], ['backup', '--help'], ['token', '--help'], ['doctor', '--help']]) {
+    assert.match((await runCli(args)).stdout, /--config FILE/, args.join(' '));
+  }
+});
+
+test('a PostgreSQL password in the settings file is never logged, nor printed in a refusal', async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, 'p.env');
+  writeFileSync(file, 'DATABASE_URL=postgres://app:hunter2@127.0.0.1:1/plants\nDATABASE_STARTUP_TIMEOUT=1s\nLOG_FORMAT=json\n');
+  const env = { DATABASE_URL: undefined, LOG_FORMAT: undefined, DATABASE_STARTUP_TIMEOUT: undefined };
+  const serve = await runCli(['serve', '--port', '0'], { ...env, PLANTSTORE_CONFIG: file }, dir);
+  assert.equal(serve.code, 1, serve.stdout);
+  assert.match(fatalMessages(serve.stdout), /PostgreSQL at 127\.0\.0\.1:1\/plants/);
+  assert.ok(!`${serve.stdout}${serve.stderr}`.includes('hunter2'), `${serve.stdout}${serve.stderr}`);
+  const doctor = await runCli(['doctor', '--config', file], env, dir);
+  assert.equal(doctor.code, 1);
+  assert.match(doctor.stdout, /^note\s+setting: DATABASE_URL=postgres:\/\/app:\*\*\*@127\.0\.0\.1:1\/plants \(from .*p\.env:1\)$/m);
+  assert.ok(!`${doctor.stdout}${doctor.stderr}`.includes('hunter2'));
+  const readable = /^attention settings: .*p\.env holds a PostgreSQL password and every user of this machine can read it \(chmod 600, or 640 for the server's group\)$/m;
+  chmodSync(file, 0o644);
+  assert.match((await runCli(['doctor', '--config', file], env, dir)).stdout, readable);
+  chmodSync(file, 0o600);
+  assert.doesNotMatch((await runCli(['doctor', '--config', file], env, dir)).stdout, readable);
+
+  writeFileSync(file, 'DATABASE_URL=postgres://app:hunter2@127.0.0.1:99999/plants\n');
+  const refused = await runCli(['token', 'list', '--config', file], env, dir);
+  assert.equal(refused.code, 2);
+  assert.equal(refused.stderr, `plantstore: ${file}:1: DATABASE_URL: the port must be a whole number from 1 to 65535\n`);
+});

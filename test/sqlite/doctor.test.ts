@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { runCli, startServer } from '../helpers/process.js';
+import { tempDir } from '../helpers/transfer.js';
+
+// doctor writes nothing on SQLite: no store, no directory, no -wal or -shm beside a store.
+
+/** Every file of `dir` with its size and modification time. */
+const snapshot = (dir: string) => readdirSync(dir).map((name) => `${name} ${statSync(join(dir, name)).size} ${statSync(join(dir, name)).mtimeMs}`).sort();
+
+test('doctor on a missing SQLite store says so, exit 1, and creates nothing', async (t) => {
+  const dir = tempDir(t);
+  const res = await runCli(['doctor'], { DATABASE_URL: 'sqlite:./nested/store.db' }, dir);
+  assert.equal(res.code, 1);
+  assert.match(res.stdout, /^attention store: no store at sqlite:\/\S+\/nested\/store\.db: serve or "plantstore migrate" would create a new, empty one/m);
+  assert.deepEqual(readdirSync(dir), [], 'neither the store nor its directory');
+});
+
+test('doctor reads a SQLite store, closed or served, without creating or changing a file beside it', async (t) => {
+  const dir = tempDir(t);
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'store.db')}` };
+  assert.equal((await runCli(['migrate'], env)).code, 0);
+  const closed = snapshot(dir);
+  assert.deepEqual(closed.map((line) => line.split(' ')[0]), ['store.db'], 'a closed store has no -wal');
+  const res = await runCli(['doctor'], env);
+  assert.equal(res.code, 0, res.stdout);
+  assert.match(res.stdout, /^ok {8}schema: version \d+, no pending migrations$/m);
+  assert.deepEqual(snapshot(dir), closed, 'no -wal, no -shm, the store untouched');
+
+  await startServer(t, env);
+  const served = snapshot(dir);
+  const again = await runCli(['doctor'], env);
+  assert.equal(again.code, 0, again.stdout);
+  assert.match(again.stdout, /^ok {8}store: sqlite:\S+store\.db opens$/m);
+  assert.deepEqual(readdirSync(dir).sort(), served.map((line) => line.split(' ')[0]), 'only the server\'s own files');
+});
+
+test('doctor on a file that is not a SQLite store needs attention, exit 1', async (t) => {
+  const dir = tempDir(t);
+  const path = join(dir, 'notes.db');
+  writeFileSync(path, 'these are not the pages you are looking for'.repeat(100));
+  const res = await runCli(['doctor'], { DATABASE_URL: `sqlite:${path}` });
+  assert.equal(res.code, 1);
+  assert.match(res.stdout, /^attention store: cannot read the SQLite store .*notes\.db: file is not a database$/m);
+  assert.ok(existsSync(path) && readdirSync(dir).length === 1);
+});

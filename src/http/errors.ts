@@ -8,6 +8,7 @@ import { STORABLE_TEXT } from '../domain/plant.js';
 import { CURSOR_PATTERN, CURSOR_REFUSED } from './routes/plants/cursor-form.js';
 import { SECURITY_HEADERS } from './plugins/security-headers.js';
 import { StoreNotOpenError, StoreUnavailableError } from '../store/store.js';
+import { OVERLAP, OVERLAP_RULE, RFC3339, SINCE_RULE } from '../webhooks/operations.js';
 
 export interface ErrorRow {
   readonly status: number;
@@ -148,6 +149,8 @@ function validationReason(first: ValidationDetail | undefined): string | undefin
   if (first?.params.pattern === STORABLE_TEXT) return 'must not contain U+0000 or unpaired surrogates';
   if (first?.params.pattern === DURATION.source) return 'must look like 30d, 12h, 15m or 90s (a whole number 1–999999 and s, m, h or d)';
   if (first?.params.pattern === CURSOR_PATTERN) return CURSOR_REFUSED;
+  if (first?.params.pattern === RFC3339) return SINCE_RULE;
+  if (first?.params.pattern === OVERLAP) return OVERLAP_RULE;
   // Any other pattern: a regular expression is no message for a client.
   if (first?.keyword === 'pattern') return 'does not have the form it must have';
   const allowed = first?.params.allowedValues;

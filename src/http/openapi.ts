@@ -1,6 +1,6 @@
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
-import { JWT_SCHEME_NAME, OPAQUE_SCHEME_NAME, requestErrorResponses, TAG } from './schemas.js';
+import { JWT_SCHEME_NAME, OPAQUE_SCHEME_NAME, OPTIONAL_BODY, requestErrorResponses, TAG } from './schemas.js';
 
 export { errorTableMarkdown } from './errors.js';
 
@@ -68,6 +68,26 @@ const TAGS = [
   { name: TAG.document, description: 'This OpenAPI document; no token' },
 ];
 
+/** The part of the document optionalBodies goes through. */
+interface OpenApiPaths {
+  paths?: Record<string, Record<string, { requestBody?: { required?: boolean }; [OPTIONAL_BODY]?: boolean }>>;
+}
+
+/**
+ * A route whose schema says `[OPTIONAL_BODY]: true` may be called without a body (it validates an absent
+ * one as `{}`): @fastify/swagger marks every body required, so the mark is turned into `required: false`.
+ */
+function optionalBodies<T extends OpenApiPaths>(document: T): T {
+  for (const methods of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(methods)) {
+      if (operation[OPTIONAL_BODY] !== true) continue;
+      delete operation[OPTIONAL_BODY];
+      if (operation.requestBody) operation.requestBody.required = false;
+    }
+  }
+  return document;
+}
+
 /** The OpenAPI document is generated from the route schemas; nothing here repeats a route. */
 export async function openApi(app: FastifyInstance): Promise<void> {
   await app.register(swagger, {
@@ -120,6 +140,7 @@ export async function openApi(app: FastifyInstance): Promise<void> {
       },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    transformObject: (documentObject) => optionalBodies((documentObject as { openapiObject: OpenApiPaths }).openapiObject),
   });
   app.get(
     '/openapi.json',

@@ -42,6 +42,9 @@ export function ref<T = unknown>(id: SharedSchemaId): TUnsafe<T> {
   return Type.Unsafe<T>(Type.Ref(id));
 }
 
+/** A route schema's mark for a body that may be left out (openapi.ts publishes it as not required). */
+export const OPTIONAL_BODY = 'x-optional-body';
+
 /**
  * The tags of the published document, in its order; openapi.ts describes them and each route names one.
  * A route naming another tag would fail the lint test (spectral's operation-tag-defined).

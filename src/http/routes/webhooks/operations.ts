@@ -9,7 +9,7 @@ import { WebhookRequestError } from '../../../webhooks/register.js';
 import { webhookView } from '../../../webhooks/views.js';
 import { requireScope, type AuthSteps } from '../../auth/index.js';
 import { ApiError, ERRORS } from '../../errors.js';
-import { AUTHENTICATION_ERRORS, BODY_ERRORS, errorResponses, ref, SECURITY, TAG } from '../../schemas.js';
+import { AUTHENTICATION_ERRORS, BODY_ERRORS, errorResponses, OPTIONAL_BODY, ref, SECURITY, TAG } from '../../schemas.js';
 import { ENDPOINT_ID, EndpointParams, ownerOf, refusal } from './endpoint.js';
 import type { RotatedWebhookSecret, WebhookRecoveryBody, WebhookSecretRotationBody, WebhookUpdateBody } from './schemas.js';
 
@@ -145,16 +145,22 @@ export const webhookOperationRoutes: FastifyPluginAsyncTypebox<WebhookOperationR
     '/webhooks/:id/rotate-secret',
     {
       onRequest: guard,
+      // The body may be left out: validated as the empty object it stands for (ajv refuses undefined).
+      preValidation: (request: { body: unknown }, _reply: unknown, done: () => void) => {
+        request.body ??= {};
+        done();
+      },
       config: { invalidBody: ERRORS.invalidWebhookOperation },
       schema: {
         ...described,
         summary: 'Rotate an endpoint\'s signing secret',
+        [OPTIONAL_BODY]: true,
         operationId: 'rotateWebhookSecret',
         description:
           'Gives the endpoint a new secret, shown in this answer only. Until `previousSecretExpiresAt` (the overlap), every delivery carries ' +
           'two signatures, `v1,<new> v1,<old>`, so that a receiver can switch keys without missing an event; after it, only the new one.',
         params: EndpointParams,
-        body: Type.Optional(ref<WebhookSecretRotationBody>('WebhookSecretRotation')),
+        body: ref<WebhookSecretRotationBody>('WebhookSecretRotation'),
         response: {
           200: { description: 'Rotated; the new secret is in this answer only', ...ref('RotatedWebhookSecret') },
           ...errorResponses(...BODY_ERRORS, ERRORS.invalidWebhookOperation, ...AUTHENTICATION_ERRORS, ERRORS.webhookNotFound),
@@ -163,7 +169,7 @@ export const webhookOperationRoutes: FastifyPluginAsyncTypebox<WebhookOperationR
     },
     async (request) => {
       const { id } = request.params;
-      const overlapMs = parseOverlap(request.body?.overlap ?? DEFAULT_SECRET_OVERLAP);
+      const overlapMs = parseOverlap(request.body.overlap ?? DEFAULT_SECRET_OVERLAP);
       if (overlapMs === null) throw invalidOperation('overlap', OVERLAP_RULE);
       const rotated = ENDPOINT_ID.test(id) ? await rotateWebhookSecret(store, id, ownerOf(request.principal), overlapMs) : null;
       if (rotated === null) throw new ApiError(ERRORS.webhookNotFound);

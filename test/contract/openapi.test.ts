@@ -48,6 +48,26 @@ const OPERATIONS: Record<string, { operationId: string; tag: string; security: u
     operationId: 'listWebhookDeliveries', tag: 'webhooks', security: TOKEN,
     statuses: ['200', '400', '401', '403', '404', '408', '414', '417', '429', '431', '500', '503'],
   },
+  'PATCH /webhooks/{id}': {
+    operationId: 'updateWebhook', tag: 'webhooks', security: TOKEN,
+    statuses: ['200', '400', '401', '403', '404', '408', '413', '414', '415', '417', '429', '431', '500', '503'],
+  },
+  'POST /webhooks/{id}/deliveries/{eventId}/resend': {
+    operationId: 'resendWebhookEvent', tag: 'webhooks', security: TOKEN,
+    statuses: ['202', '400', '401', '403', '404', '408', '409', '413', '414', '415', '417', '429', '431', '500', '503'],
+  },
+  'POST /webhooks/{id}/recover': {
+    operationId: 'recoverWebhookEvents', tag: 'webhooks', security: TOKEN,
+    statuses: ['202', '400', '401', '403', '404', '408', '409', '413', '414', '415', '417', '429', '431', '500', '503'],
+  },
+  'POST /webhooks/{id}/rotate-secret': {
+    operationId: 'rotateWebhookSecret', tag: 'webhooks', security: TOKEN,
+    statuses: ['200', '400', '401', '403', '404', '408', '413', '414', '415', '417', '429', '431', '500', '503'],
+  },
+  'POST /webhooks/{id}/test': {
+    operationId: 'sendWebhookTestEvent', tag: 'webhooks', security: TOKEN,
+    statuses: ['202', '400', '401', '403', '404', '408', '409', '413', '414', '415', '417', '429', '431', '500', '503'],
+  },
   // No scope is needed on /tokens: 403 only for POST, whose caller must be admin.
   'POST /tokens': {
     operationId: 'createToken', tag: 'tokens', security: TOKEN,
@@ -83,7 +103,8 @@ test('GET /openapi.json needs no token and describes the API as OpenAPI 3.1, ver
   }
   assert.deepEqual(Object.keys(doc.paths).sort(), [
     '/healthz', '/openapi.json', '/plants', '/plants/{id}', '/readyz', '/tokens', '/tokens/{id}', '/webhooks', '/webhooks/{id}',
-    '/webhooks/{id}/deliveries',
+    '/webhooks/{id}/deliveries', '/webhooks/{id}/deliveries/{eventId}/resend', '/webhooks/{id}/recover', '/webhooks/{id}/rotate-secret',
+    '/webhooks/{id}/test',
   ]);
 
   const documented = Object.entries(doc.paths as Record<string, Record<string, Operation>>).flatMap(([path, methods]) =>

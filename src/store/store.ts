@@ -126,8 +126,8 @@ export interface WebhookStore {
   rotateWebhookSecret(id: string, user: string | null, secret: string, overlapMs: number): Promise<{ previousSecretExpiresAt: Date } | null>;
   /**
    * Queues one event of the endpoint again, with its event id, through the outbox: a delivered or failed
-   * one becomes pending, due now, its retry schedule started over; a pending one not claimed now is made
-   * due now (one claimed now is being attempted). Only an event the endpoint may still receive (see
+   * one becomes pending, due now, its retry schedule started over; a pending one is made due now (one
+   * claimed now loses its claim and is attempted again). Only an event the endpoint may still receive (see
    * all-users.ts), and, for a `user` that is not admin, of its own plants.
    */
   resendWebhookEvent(id: string, user: string | null, eventId: string): Promise<WebhookOperationResult<'queued' | 'no-event'>>;

@@ -146,22 +146,29 @@ test('resendWebhookEvent queues a delivered or failed event again with its id, s
   ]);
 });
 
-test('resending a pending event makes it due now without a second copy; a claimed one is left to its attempt', async (t) => {
+test('resending a pending event makes it due now without a second copy; a claimed one is attempted again', async (t) => {
   const { store } = await testStore(t);
   const e = await addWebhook(store, 'alice');
   await store.plants.createPlant('alice', { id: 1n, name: 'a' });
   const [first] = await claim(store);
   assert.ok(first);
-  // Claimed now: resending changes nothing (no second claim while the first holds it).
-  assert.equal(await store.webhooks.resendWebhookEvent(e.id, null, first.eventId), 'queued');
-  assert.deepEqual(await claim(store, 'i2'), []);
   await record(store, [first], 'retry'); // due again in an hour
   assert.deepEqual(await claim(store), []);
   assert.equal(await store.webhooks.resendWebhookEvent(e.id, null, first.eventId), 'queued');
   assert.equal(await store.webhooks.resendWebhookEvent(e.id, null, first.eventId), 'queued');
-  const due = await claim(store);
-  assert.deepEqual(due.map((d) => [d.eventId, d.attempt, d.roundStart]), [[first.eventId, 2, 0]], 'one event, its schedule going on');
+  const [second, ...more] = await claim(store);
+  assert.deepEqual([second?.eventId, second?.attempt, second?.roundStart, more], [first.eventId, 2, 0, []], 'one event, its schedule going on');
   assert.deepEqual((await store.outbox.webhookBacklog(100)).pending, 1);
+  // Claimed now (its result not recorded yet): resent, it loses the claim and is claimed again at once.
+  assert.equal(await store.webhooks.resendWebhookEvent(e.id, null, first.eventId), 'queued');
+  const [third] = await claim(store, 'i2');
+  assert.deepEqual([third?.eventId, third?.attempt], [first.eventId, 3]);
+  // The earlier attempt's result comes late: listed, and the new claim stands.
+  await record(store, [second as ClaimedDelivery], 'delivered');
+  await record(store, [third as ClaimedDelivery], 'delivered', 'i2');
+  const history = await store.webhooks.listDeliveryAttempts(e.id, null, 10);
+  assert.deepEqual(history?.map((a) => [a.attempt, a.state]), [[3, 'delivered'], [2, 'delivered'], [1, 'pending']]);
+  assert.deepEqual((await store.outbox.webhookBacklog(100)).pending, 0);
 });
 
 test('resend, recover and test events refuse unknown, other users\' and disabled endpoints, and unknown events', async (t) => {

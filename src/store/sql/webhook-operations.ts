@@ -95,14 +95,16 @@ export interface FoundEventRow {
 }
 
 /**
- * Queues one event again (by seq): pending and due now, its retry schedule started over from the attempts
- * made so far, unless it is claimed now (pending and leased: an attempt is under way, and its result decides).
+ * Queues one event again (by seq): pending and due now; a finished one with its retry schedule started
+ * over from the attempts made so far. One claimed now (an attempt under way, whose result may not be
+ * recorded yet though the receiver has it) loses its claim: it is attempted again, and the result of the
+ * attempt under way is recorded as a stale one is (listed, changing nothing), as after an expired lease.
  */
 export function requeueEventSql(now: string, seq: string): string {
   return `UPDATE webhook_deliveries SET
       round_start = CASE WHEN state = 'pending' THEN round_start ELSE attempts END,
       state = 'pending', next_attempt_at = ${now}, finished_at = NULL, leased_by = NULL
-    WHERE seq = ${seq} AND (state <> 'pending' OR leased_by IS NULL)`;
+    WHERE seq = ${seq}`;
 }
 
 /** Every failed event of the endpoint created at or after `since`, queued again as requeueEventSql does. */

@@ -71,6 +71,7 @@ export const webhookOperationRoutes: FastifyPluginAsyncTypebox<WebhookOperationR
     async (request) => {
       const { id } = request.params;
       const { principal } = request;
+      if (!ENDPOINT_ID.test(id)) throw new ApiError(ERRORS.webhookNotFound);
       const updated = await updateWebhook(store, id, ownerOf(principal), request.body, principal.user, allowPrivate).catch((error: unknown) => {
         throw error instanceof WebhookRequestError ? refusal(error) : error;
       });

@@ -2866,10 +2866,15 @@ export interface operations {
                  */
                 "webhook-timestamp": string;
                 /**
-                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks; the `standardwebhooks` libraries verify it)
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks; the `standardwebhooks` libraries verify it). While a rotated secret's overlap lasts (POST /webhooks/{id}/rotate-secret), two, space-separated: `v1,<new> v1,<old>`; accept the request when one matches
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": string;
+                /**
+                 * @description Present, `true`, on a test event only (POST /webhooks/{id}/test): no plant was added
+                 * @example true
+                 */
+                "webhook-test"?: string;
             };
             path?: never;
             cookie?: never;

@@ -41,9 +41,14 @@ export const WEBHOOKS: Document31['webhooks'] = {
         header(
           'webhook-signature',
           '`v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint\'s ' +
-            'secret after `whsec_` (Standard Webhooks; the `standardwebhooks` libraries verify it)',
+            'secret after `whsec_` (Standard Webhooks; the `standardwebhooks` libraries verify it). While a rotated secret\'s overlap ' +
+            'lasts (POST /webhooks/{id}/rotate-secret), two, space-separated: `v1,<new> v1,<old>`; accept the request when one matches',
           'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
         ),
+        {
+          ...header('webhook-test', 'Present, `true`, on a test event only (POST /webhooks/{id}/test): no plant was added', 'true'),
+          required: false,
+        },
       ],
       requestBody: {
         description: 'Plant added to the store: the NewPlant as stored, its id with every digit',

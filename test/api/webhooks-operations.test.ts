@@ -111,7 +111,7 @@ test('every new operation on another user\'s endpoint, or an unknown one, is 404
     assertError(await op(bob), 404, 40402, undefined);
     void name;
   }
-  for (const unknown of ['ep_AAAAAAAAAAAAAAAAAAAAAA', 'nope']) {
+  for (const unknown of ['ep_AAAAAAAAAAAAAAAAAAAAAA', 'nope', 'ep_%00AAAAAAAAAAAAAAAAAAAAA']) {
     for (const op of Object.values(operations(app, unknown))) assertError(await op(alice), 404, 40402);
   }
   const admin = operations(app, id);

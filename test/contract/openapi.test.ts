@@ -211,7 +211,7 @@ test('the /tokens operations document their bodies and error codes; never a secr
   assert.equal(items.items.$ref, '#/components/schemas/Token');
 });
 
-test('the webhooks section declares /plant/webhook as the published document does, with the signature headers', async (t) => {
+test('the webhooks section declares /plant/webhook as the published document does, with the signature headers (and a test event\'s)', async (t) => {
   const { app } = await testApp(t);
   const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
   assert.deepEqual(Object.keys(doc.webhooks), ['/plant/webhook']);
@@ -223,7 +223,9 @@ test('the webhooks section declares /plant/webhook as the published document doe
   assert.deepEqual(hook.post.requestBody.content, { 'application/json': { schema: { $ref: '#/components/schemas/NewPlant' } } });
   assert.deepEqual(hook.post.responses, { 200: { description: 'Return a 200 status to indicate that the data was received successfully' } });
   const headers = hook.post.parameters.map((p: { name: string; in: string; required: boolean }) => `${p.in}:${p.name}:${p.required}`);
-  assert.deepEqual(headers, ['header:webhook-id:true', 'header:webhook-timestamp:true', 'header:webhook-signature:true']);
+  assert.deepEqual(headers, [
+    'header:webhook-id:true', 'header:webhook-timestamp:true', 'header:webhook-signature:true', 'header:webhook-test:false',
+  ]);
   // The reference resolves.
   assert.ok(doc.components.schemas.NewPlant);
 });

@@ -8,7 +8,7 @@ import { doctorCommand } from './doctor.js';
 import { mainHelp, type CommandSummary } from './help.js';
 import { LoggedError, serveCommand } from './serve.js';
 import { TOKEN_HELP, tokenCreate, tokenList, tokenRevoke } from './token.js';
-import { WEBHOOK_HELP, webhookAdd, webhookDeliveries, webhookList, webhookRemove } from './webhook.js';
+import { WEBHOOK_COMMANDS, WEBHOOK_HELP } from './webhook.js';
 
 interface Command extends CommandSummary {
   /**
@@ -26,12 +26,7 @@ const COMMANDS: readonly Command[] = [
   { name: 'token create', summary: 'Create a bearer token (printed once, on the last line of stdout)', run: tokenCreate },
   { name: 'token list', summary: 'List tokens (never their secrets)', run: tokenList },
   { name: 'token revoke', args: 'ID', summary: 'Revoke a token', run: tokenRevoke },
-  {
-    name: 'webhook add', summary: 'Register a webhook endpoint (its secret printed once, on the last line of stdout)', run: webhookAdd,
-  },
-  { name: 'webhook list', summary: 'List webhook endpoints (never their secrets)', run: webhookList },
-  { name: 'webhook remove', args: 'ID', summary: 'Remove a webhook endpoint', run: webhookRemove },
-  { name: 'webhook deliveries', args: 'ID', summary: 'Show an endpoint\'s latest delivery attempts', run: webhookDeliveries },
+  ...WEBHOOK_COMMANDS,
   { name: 'export', args: '[--out FILE]', summary: 'Write the whole store as NDJSON (a backup, or a move to another store)', run: exportCommand },
   { name: 'import', args: 'FILE', summary: 'Load an export into the store (SQLite or PostgreSQL)', run: importCommand },
   {

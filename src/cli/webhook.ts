@@ -1,9 +1,14 @@
 import { userNameProblem } from '../domain/principal.js';
-import type { DeliveryAttempt } from '../domain/webhook.js';
+import type { DeliveryAttempt, WebhookEndpoint } from '../domain/webhook.js';
 import { loadConfig } from '../config/load.js';
+import type { WebhookOperationResult } from '../store/store.js';
+import {
+  DEFAULT_SECRET_OVERLAP, OVERLAP_RULE, parseOverlap, parseRfc3339, rotateWebhookSecret, SINCE_RULE, updateWebhook,
+} from '../webhooks/operations.js';
 import { deliveryView } from '../webhooks/views.js';
 import { descriptionProblem, endpointUrlProblem, registerWebhook, WebhookRequestError } from '../webhooks/register.js';
 import { parse, UsageError } from './args.js';
+import type { CommandSummary } from './help.js';
 import { DATABASE_OPTION, withStore } from './store.js';
 import { cell, printTable } from './table.js';
 
@@ -12,22 +17,36 @@ export const WEBHOOK_HELP = `Usage:
   plantstore webhook list [--user NAME] [--json]
   plantstore webhook remove ID
   plantstore webhook deliveries ID [--limit N] [--json]
+  plantstore webhook update ID [--url URL] [--description TEXT] [--enable | --disable]
+  plantstore webhook resend ID EVENT_ID
+  plantstore webhook recover ID --since TIME
+  plantstore webhook rotate-secret ID [--overlap DURATION]
+  plantstore webhook test ID
 
   --user NAME         add: the user whose new plants the endpoint receives; list: only this user's
-  --url URL           add: an absolute http: or https: URL (at most 2048 characters, no credentials).
+  --url URL           add, update: an absolute http: or https: URL (at most 2048 characters, no credentials).
                       Loopback, private, link-local and multicast addresses are refused unless
                       WEBHOOK_ALLOW_PRIVATE=on; a user has at most WEBHOOK_MAX_PER_USER endpoints
   --all               add: the endpoint receives every user's new plants (as one registered with an
                       admin token does) while the user holds an active admin token
-  --description TEXT  add: a note shown by "webhook list" (up to 500 characters)
+  --description TEXT  add, update: a note shown by "webhook list" (up to 500 characters)
   --limit N           deliveries: the latest N attempts, 1 to 1000; default 50
   --json              list, deliveries: print a JSON array
+  --enable            update: enable an endpoint disabled by a 410 Gone or by hand
+  --disable           update: disable it by hand; its pending events fail (recover them later)
+  --since TIME        recover: queue again every failed event created at or after TIME, an RFC 3339
+                      date-time (2025-01-31T09:00:00Z), still kept (WEBHOOK_RETENTION)
+  --overlap DURATION  rotate-secret: how long the replaced secret also signs: 0, or 90s, 15m, 24h, 7d
+                      at most; default 24h
   --database-url URL  The store to use; default: DATABASE_URL, else sqlite:./data/plantstore.db,
                       relative to the working directory (as for the token commands).
 
 The store used is printed on stderr ("using …"). "webhook add" prints the endpoint's signing secret
 (whsec_…) once, alone on the last line of stdout, and its ID on stderr. Removing an endpoint removes its
-queued events: no delivery to it starts afterwards.`;
+queued events: no delivery to it starts afterwards. "webhook resend" queues one event again (its
+EVENT_ID as "webhook deliveries" shows it), with the same webhook-id; "webhook test" queues a test event
+for that endpoint alone and prints its event id. A running server delivers what they queue within a
+second. "webhook rotate-secret" prints the new secret alone on the last line of stdout.`;
 
 export async function webhookAdd(args: string[]): Promise<void> {
   const { values } = parse(args, {
@@ -142,3 +161,118 @@ export async function webhookDeliveries(args: string[]): Promise<void> {
     ]),
   ]);
 }
+
+/** One endpoint id, then `extra` more positionals exactly (`webhook resend ID EVENT_ID`). */
+function positionalIds(command: string, positionals: string[], names: readonly string[]): string[] {
+  if (positionals.length !== names.length || positionals.some((p) => p === '')) {
+    throw new UsageError(`webhook ${command} needs ${names.join(' and ')} (see "webhook list" and "webhook deliveries")`);
+  }
+  return positionals;
+}
+
+/** What an operation answered when it queued nothing: the endpoint is unknown, or disabled. */
+function queuedOrThrow<T>(id: string, result: WebhookOperationResult<T>): T {
+  if (typeof result === 'object' && result !== null && 'refused' in result) {
+    throw new Error(result.refused === 'disabled' ? `webhook endpoint ${id} is disabled: enable it first (webhook update ${id} --enable)` : `no webhook endpoint with ID ${id}`);
+  }
+  return result;
+}
+
+const status = (e: WebhookEndpoint) => (e.disabledAt === null ? 'active' : `disabled ${e.disabledAt.toISOString()}${e.disabledReason ? ` (${e.disabledReason})` : ''}`);
+
+export async function webhookUpdate(args: string[]): Promise<void> {
+  const { values, positionals } = parse(args, {
+    ...DATABASE_OPTION, url: { type: 'string' }, description: { type: 'string' }, enable: { type: 'boolean' }, disable: { type: 'boolean' },
+  }, true);
+  if (values.help) return void console.log(WEBHOOK_HELP);
+  const [id] = positionalIds('update', positionals, ['one endpoint ID']) as [string];
+  const { url, description, enable, disable } = values;
+  if (enable && disable) throw new UsageError('webhook update takes --enable or --disable, not both');
+  if (url === undefined && description === undefined && !enable && !disable) {
+    throw new UsageError('webhook update needs something to change: --url, --description, --enable or --disable');
+  }
+  const config = loadConfig({ 'database-url': values['database-url'] });
+  const urlProblem = url === undefined ? null : endpointUrlProblem(url, config.webhookAllowPrivate);
+  if (urlProblem) throw new UsageError(`--url ${urlProblem.reason}${urlProblem.privateAddress ? ' (WEBHOOK_ALLOW_PRIVATE=on allows it)' : ''}`);
+  const problem = description === undefined ? null : descriptionProblem(description);
+  if (problem) throw new UsageError(`--description ${problem}`);
+  const request = { url, description, enabled: enable ? true : disable ? false : undefined };
+  const updated = await withStore(values['database-url'], (store) => updateWebhook(store, id, null, request, 'an operator (CLI)', config.webhookAllowPrivate), {
+    missing: 'there is no webhook endpoint to update',
+  });
+  if (updated === null) throw new Error(`no webhook endpoint with ID ${id}`);
+  console.log(`Updated webhook endpoint ${updated.id}: ${updated.url} (${status(updated)})`);
+}
+
+export async function webhookResend(args: string[]): Promise<void> {
+  const { values, positionals } = parse(args, DATABASE_OPTION, true);
+  if (values.help) return void console.log(WEBHOOK_HELP);
+  const [id, eventId] = positionalIds('resend', positionals, ['an endpoint ID', 'an EVENT_ID']) as [string, string];
+  const result = await withStore(values['database-url'], async (store) => queuedOrThrow(id, await store.webhooks.resendWebhookEvent(id, null, eventId)), {
+    missing: 'there is no webhook event to send again',
+  });
+  if (result === 'no-event') throw new Error(`webhook endpoint ${id} has no event ${eventId} it still receives (see "webhook deliveries ${id}")`);
+  console.log(`Queued event ${eventId} for webhook endpoint ${id} again, with the same webhook-id.`);
+}
+
+export async function webhookRecover(args: string[]): Promise<void> {
+  const { values, positionals } = parse(args, { ...DATABASE_OPTION, since: { type: 'string' } }, true);
+  if (values.help) return void console.log(WEBHOOK_HELP);
+  const [id] = positionalIds('recover', positionals, ['one endpoint ID']) as [string];
+  if (values.since === undefined) throw new UsageError('webhook recover needs --since TIME');
+  const since = parseRfc3339(values.since);
+  if (since === null) throw new UsageError(`--since ${SINCE_RULE}, got "${values.since}"`);
+  const queued = await withStore(values['database-url'], async (store) => queuedOrThrow(id, await store.webhooks.recoverWebhookEvents(id, null, since)), {
+    missing: 'there are no webhook events to recover',
+  });
+  console.log(`Queued ${queued} failed event${queued === 1 ? '' : 's'} of webhook endpoint ${id} again (created since ${since.toISOString()}).`);
+}
+
+export async function webhookRotateSecret(args: string[]): Promise<void> {
+  const { values, positionals } = parse(args, { ...DATABASE_OPTION, overlap: { type: 'string' } }, true);
+  if (values.help) return void console.log(WEBHOOK_HELP);
+  const [id] = positionalIds('rotate-secret', positionals, ['one endpoint ID']) as [string];
+  const overlapText = values.overlap ?? DEFAULT_SECRET_OVERLAP;
+  const overlapMs = parseOverlap(overlapText);
+  if (overlapMs === null) throw new UsageError(`--overlap ${OVERLAP_RULE}, got "${overlapText}"`);
+  const rotated = await withStore(values['database-url'], (store) => rotateWebhookSecret(store, id, null, overlapMs), {
+    missing: 'there is no webhook endpoint to rotate',
+  });
+  if (rotated === null) throw new Error(`no webhook endpoint with ID ${id}`);
+  console.error(
+    overlapMs === 0
+      ? `Rotated the secret of webhook endpoint ${id}; the replaced one signs no more.`
+      : `Rotated the secret of webhook endpoint ${id}; the replaced one also signs until ${rotated.previousSecretExpiresAt.toISOString()}.`,
+  );
+  console.error('Its new signing secret; store it now, it is not shown again:');
+  console.log(rotated.secret);
+}
+
+export async function webhookTest(args: string[]): Promise<void> {
+  const { values, positionals } = parse(args, DATABASE_OPTION, true);
+  if (values.help) return void console.log(WEBHOOK_HELP);
+  const [id] = positionalIds('test', positionals, ['one endpoint ID']) as [string];
+  const eventId = await withStore(values['database-url'], async (store) => queuedOrThrow(id, await store.webhooks.queueTestEvent(id, null)), {
+    missing: 'there is no webhook endpoint to test',
+  });
+  console.error(`Queued a test event for webhook endpoint ${id}; its event id (see "webhook deliveries ${id}"):`);
+  console.log(eventId);
+}
+
+/** The webhook group's rows of the command table (cli/index.ts), in the order the main help lists them. */
+export const WEBHOOK_COMMANDS: readonly (CommandSummary & { readonly run: (args: string[]) => Promise<void> })[] = [
+  {
+    name: 'webhook add', summary: 'Register a webhook endpoint (its secret printed once, on the last line of stdout)', run: webhookAdd,
+  },
+  { name: 'webhook list', summary: 'List webhook endpoints (never their secrets)', run: webhookList },
+  { name: 'webhook remove', args: 'ID', summary: 'Remove a webhook endpoint', run: webhookRemove },
+  { name: 'webhook deliveries', args: 'ID', summary: 'Show an endpoint\'s latest delivery attempts', run: webhookDeliveries },
+  { name: 'webhook update', args: 'ID', summary: 'Change an endpoint\'s URL or description, enable or disable it', run: webhookUpdate },
+  { name: 'webhook resend', args: 'ID EVENT_ID', summary: 'Send one event again, with the same webhook-id', run: webhookResend },
+  { name: 'webhook recover', args: 'ID --since TIME', summary: 'Send every failed event since TIME again', run: webhookRecover },
+  {
+    name: 'webhook rotate-secret', args: 'ID', summary: 'Give an endpoint a new secret (printed once, on the last line of stdout)',
+    run: webhookRotateSecret,
+  },
+  { name: 'webhook test', args: 'ID', summary: 'Send a test event to one endpoint', run: webhookTest },
+];

@@ -20,6 +20,18 @@ type ListQuery = NonNullable<paths['/plants']['get']['parameters']['query']>;
 /** A plant as the API returns it: `name`, and `tag` when it has one. Never an id. */
 export type Plant = components['schemas']['Plant'];
 
+/** A webhook endpoint as the API lists it (never its secret). */
+export type Webhook = components['schemas']['Webhook'];
+/** What `updateWebhook` may change: any of `url`, `description`, `enabled`. */
+export type WebhookUpdate = components['schemas']['WebhookUpdate'];
+/** An endpoint's new secret, and until when the replaced one still signs too. */
+export type RotatedWebhookSecret = components['schemas']['RotatedWebhookSecret'];
+
+export interface RotateOptions extends CallOptions {
+  /** How long the replaced secret keeps signing too: `0` or a duration such as `90s`, `24h`, `7d` (at most); default 24h. */
+  overlap?: string | undefined;
+}
+
 /** A plant to create. `id` is the document's int64, taken as a bigint, a safe-integer number or a decimal string. */
 export interface NewPlant {
   id: PlantId;
@@ -70,6 +82,16 @@ function json(answer: Answer): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** The answer's JSON object when it has a string (or, with `number`, an integer) at each of `keys`. */
+function objectOf(answer: Answer, keys: readonly string[], expected: string, number = false): Record<string, unknown> {
+  const value = json(answer);
+  const object = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  if (object === undefined || !keys.every((k) => (number ? Number.isSafeInteger(object[k]) : typeof object[k] === 'string'))) {
+    throw unexpectedAnswer(answer.status, expected);
+  }
+  return object;
 }
 
 function failure(answer: Answer): PlantStoreError {
@@ -154,5 +176,60 @@ export class PlantStore {
     const error = failure(answer);
     if (answer.uncertain && error.error === PLANT_NOT_FOUND) return;
     throw error;
+  }
+
+  // Webhook operations (docs/webhooks.md, "Operations"): on the caller's endpoints (an admin token: anyone's).
+
+  #endpointUrl(id: string, rest = ''): URL {
+    return new URL(`webhooks/${encodeURIComponent(id)}${rest}`, this.#base);
+  }
+
+  /** Changes an endpoint's URL, description, or whether it is enabled; resolves with the endpoint as changed. */
+  async updateWebhook(id: string, change: WebhookUpdate, { signal }: CallOptions = {}): Promise<Webhook> {
+    const answer = await send(this.#fetch, {
+      method: 'PATCH', url: this.#endpointUrl(id), headers: this.#writing, body: JSON.stringify(change), signal,
+    }, this.#policy);
+    if (answer.status !== 200) throw failure(answer);
+    return objectOf(answer, ['id', 'url'], 'a Webhook') as Webhook;
+  }
+
+  /**
+   * Sends an event again, with its webhook-id (receivers deduplicate by it): a delivered or failed one is
+   * queued with a full retry schedule, a pending one made due now. Safe to retry, and retried.
+   */
+  async resendWebhookEvent(id: string, eventId: string, { signal }: CallOptions = {}): Promise<void> {
+    const url = this.#endpointUrl(id, `/deliveries/${encodeURIComponent(eventId)}/resend`);
+    const answer = await send(this.#fetch, { method: 'POST', url, headers: this.#reading, signal }, this.#policy);
+    if (answer.status !== 202) throw failure(answer);
+  }
+
+  /** Queues again every failed event of the endpoint created at or after `since`; resolves with how many. */
+  async recoverWebhookEvents(id: string, since: Date | string, { signal }: CallOptions = {}): Promise<number> {
+    const body = JSON.stringify({ since: since instanceof Date ? since.toISOString() : since });
+    const answer = await send(this.#fetch, { method: 'POST', url: this.#endpointUrl(id, '/recover'), headers: this.#writing, body, signal }, this.#policy);
+    if (answer.status !== 202) throw failure(answer);
+    return objectOf(answer, ['queued'], 'a count of queued events', true).queued as number;
+  }
+
+  /**
+   * Gives the endpoint a new secret (in the answer only); the replaced one signs too until
+   * `previousSecretExpiresAt`. Never retried: a rotation whose answer was lost has replaced the secret,
+   * and a second one would replace the secret nobody saw (rotate again instead, with an overlap).
+   */
+  async rotateWebhookSecret(id: string, { overlap, signal }: RotateOptions = {}): Promise<RotatedWebhookSecret> {
+    const body = JSON.stringify(overlap === undefined ? {} : { overlap });
+    const answer = await send(this.#fetch, {
+      method: 'POST', url: this.#endpointUrl(id, '/rotate-secret'), headers: this.#writing, body, signal,
+    }, { ...this.#policy, retries: 0 });
+    if (answer.status !== 200) throw failure(answer);
+    const { secret, previousSecretExpiresAt } = objectOf(answer, ['secret', 'previousSecretExpiresAt'], 'a RotatedWebhookSecret');
+    return { secret, previousSecretExpiresAt } as RotatedWebhookSecret;
+  }
+
+  /** Sends a test event to this endpoint alone (`webhook-test: true`; no plant); resolves with its event id. */
+  async sendWebhookTestEvent(id: string, { signal }: CallOptions = {}): Promise<string> {
+    const answer = await send(this.#fetch, { method: 'POST', url: this.#endpointUrl(id, '/test'), headers: this.#reading, signal }, this.#policy);
+    if (answer.status !== 202) throw failure(answer);
+    return objectOf(answer, ['eventId'], 'a queued event').eventId as string;
   }
 }

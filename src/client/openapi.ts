@@ -126,7 +126,11 @@ export interface paths {
         delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a webhook endpoint
+         * @description Changes the URL (checked as at registration), the description, or whether it is enabled. Attempts claimed after the answer use the new URL. `enabled: true` enables an endpoint disabled by a 410 or by hand; `enabled: false` disables it and fails its pending events. Events created while it is disabled are never queued for it.
+         */
+        patch: operations["updateWebhook"];
         trace?: never;
     };
     "/webhooks/{id}/deliveries": {
@@ -143,6 +147,86 @@ export interface paths {
         get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/deliveries/{eventId}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send an event again
+         * @description Queues a delivered or failed event again, with the same webhook-id (receivers deduplicate by it), due now and with a full retry schedule; a pending one is made due now. Its earlier attempts stay in the history. No body.
+         */
+        post: operations["resendWebhookEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send failed events again
+         * @description Queues again every failed event of the endpoint created at or after `since` (and still kept: WEBHOOK_RETENTION), oldest first, each with its webhook-id and a full retry schedule: after a receiver was down.
+         */
+        post: operations["recoverWebhookEvents"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate an endpoint's signing secret
+         * @description Gives the endpoint a new secret, shown in this answer only. Until `previousSecretExpiresAt` (the overlap), every delivery carries two signatures, `v1,<new> v1,<old>`, so that a receiver can switch keys without missing an event; after it, only the new one.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event
+         * @description Queues a test event for this endpoint alone: signed as any other, with the header `webhook-test: true` and the body `{"id":0,"name":"plantstore test event","tag":"test"}`; no plant is created. It shows in the endpoint's deliveries. No body.
+         */
+        post: operations["sendWebhookTestEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -268,6 +352,7 @@ export interface components {
          *     | 40005 | 400 | The request body is not a valid webhook endpoint (url, description) |
          *     | 40006 | 400 | The webhook URL points at a loopback, private, link-local, unspecified or multicast address (WEBHOOK_ALLOW_PRIVATE) |
          *     | 40007 | 400 | The request body is not a valid token request |
+         *     | 40008 | 400 | The request body is not a valid webhook operation (since: an RFC 3339 time; overlap: 0 or a duration up to 7d) |
          *     | 40100 | 401 | A bearer token is required |
          *     | 40101 | 401 | The bearer token is unknown, expired or revoked |
          *     | 40300 | 403 | The token lacks the scope this operation needs |
@@ -276,10 +361,12 @@ export interface components {
          *     | 40401 | 404 | The caller has no plant with this id |
          *     | 40402 | 404 | The caller has no webhook endpoint with this id |
          *     | 40403 | 404 | The caller has no unrevoked token with this id |
+         *     | 40404 | 404 | The webhook endpoint has no event with this id that it still receives (kept WEBHOOK_RETENTION after it ends) |
          *     | 40500 | 405 | Method not allowed on this route (see the Allow header) |
          *     | 40800 | 408 | The request was not received in time |
          *     | 40900 | 409 | A different plant with this id already exists |
          *     | 40901 | 409 | The user already has as many webhook endpoints as allowed (WEBHOOK_MAX_PER_USER) |
+         *     | 40902 | 409 | The webhook endpoint is disabled: enable it first (PATCH with "enabled": true) |
          *     | 41300 | 413 | The request body is larger than the limit (MAX_BODY_SIZE) |
          *     | 41400 | 414 | The request URL is longer than the limit (MAX_URL_LENGTH) |
          *     | 41500 | 415 | The request body must be application/json (UTF-8) |
@@ -298,7 +385,7 @@ export interface components {
              * @description HTTP status × 100 + detail; see the table in this schema's description
              * @enum {integer}
              */
-            error: 40000 | 40001 | 40002 | 40003 | 40004 | 40005 | 40006 | 40007 | 40100 | 40101 | 40300 | 40301 | 40400 | 40401 | 40402 | 40403 | 40500 | 40800 | 40900 | 40901 | 41300 | 41400 | 41500 | 41700 | 42900 | 42901 | 43100 | 50000 | 50300 | 50301 | 50302;
+            error: 40000 | 40001 | 40002 | 40003 | 40004 | 40005 | 40006 | 40007 | 40008 | 40100 | 40101 | 40300 | 40301 | 40400 | 40401 | 40402 | 40403 | 40404 | 40500 | 40800 | 40900 | 40901 | 40902 | 41300 | 41400 | 41500 | 41700 | 42900 | 42901 | 43100 | 50000 | 50300 | 50301 | 50302;
             message: string;
         };
         /** @description A webhook endpoint to register; unknown fields are ignored */
@@ -339,7 +426,7 @@ export interface components {
             createdAt: string;
             /**
              * Format: date-time
-             * @description When the receiver answered 410 Gone; nothing is sent to it since. Absent while enabled
+             * @description When the receiver answered 410 Gone, or someone disabled it (PATCH "enabled": false); nothing is sent to it since. Absent while enabled
              */
             disabledAt?: string;
             /** @description Why it was disabled */
@@ -375,6 +462,53 @@ export interface components {
              * @description When the next attempt is due; only when pending
              */
             nextAttemptAt?: string;
+            /**
+             * @description A test event (POST /webhooks/{id}/test), not a plant (plantId 0); absent otherwise
+             * @enum {boolean}
+             */
+            test?: true;
+        };
+        /** @description What to change of an endpoint; what is left out stays. Unknown fields are ignored */
+        WebhookUpdate: {
+            /** @description Absolute http: or https: URL, at most 2048 characters, without credentials, spaces or control characters; not a loopback, private, link-local, unspecified or multicast address unless the server allows them (WEBHOOK_ALLOW_PRIVATE) */
+            url?: string;
+            /** @description 0 to 500 characters; no U+0000 and no unpaired surrogates */
+            description?: string;
+            /** @description true enables a disabled endpoint again (disabledAt and disabledReason go); false disables it by hand ("disabled by <user>") */
+            enabled?: boolean;
+        };
+        /** @description Which failed events to send again */
+        WebhookRecovery: {
+            /** @description An RFC 3339 date-time: every failed event created at or after it (and still kept) is queued again */
+            since: string;
+        };
+        /** @description How to rotate; the body may be left out */
+        WebhookSecretRotation: {
+            /**
+             * @description How long the replaced secret keeps signing too: 0 (not at all) or a duration such as 90s, 15m, 24h, 7d (at most); default 24h
+             * @default 24h
+             */
+            overlap: string;
+        };
+        /** @description The endpoint's new secret (shown once) */
+        RotatedWebhookSecret: {
+            /** @description The new signing secret (whsec_…). Shown in this answer only */
+            secret: string;
+            /**
+             * Format: date-time
+             * @description Until when deliveries also carry a signature with the replaced secret (now, without an overlap)
+             */
+            previousSecretExpiresAt: string;
+        };
+        /** @description An event queued for delivery */
+        QueuedWebhookEvent: {
+            /** @description The event's id: its webhook-id header, as GET /webhooks/{id}/deliveries shows it */
+            eventId: string;
+        };
+        /** @description Failed events queued again */
+        RecoveredWebhookEvents: {
+            /** @description How many failed events were queued again */
+            queued: number;
         };
         /** @description A token to create. Unlike a NewPlant, unknown fields are refused (400, 40007): a misspelt `scopes` must not make a token with every scope */
         NewToken: {
@@ -1404,6 +1538,150 @@ export interface operations {
             };
         };
     };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint id (ep_…), as POST /webhooks or GET /webhooks gave it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookUpdate"];
+            };
+        };
+        responses: {
+            /** @description The endpoint as changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description 40000: The request is malformed (URL, headers or framing); 40001: The request body is not valid JSON (or not UTF-8, or empty); 40005: The request body is not a valid webhook endpoint (url, description); 40006: The webhook URL points at a loopback, private, link-local, unspecified or multicast address (WEBHOOK_ALLOW_PRIVATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40100: A bearer token is required; 40101: The bearer token is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40300: The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40402: The caller has no webhook endpoint with this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40800: The request was not received in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41300: The request body is larger than the limit (MAX_BODY_SIZE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41400: The request URL is longer than the limit (MAX_URL_LENGTH) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41500: The request body must be application/json (UTF-8) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41700: The Expect header asks for something other than 100-continue */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 42900: Too many requests with this token; see Retry-After; 42901: Too many failed authentications from this address; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 43100: The request headers are too large (MAX_HEADER_SIZE) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 50000: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listWebhookDeliveries: {
         parameters: {
             query?: {
@@ -1475,6 +1753,603 @@ export interface operations {
             };
             /** @description 41400: The request URL is longer than the limit (MAX_URL_LENGTH) */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41700: The Expect header asks for something other than 100-continue */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 42900: Too many requests with this token; see Retry-After; 42901: Too many failed authentications from this address; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 43100: The request headers are too large (MAX_HEADER_SIZE) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 50000: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    resendWebhookEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint id (ep_…), as POST /webhooks or GET /webhooks gave it */
+                id: string;
+                /** @description The event id (msg_…): its webhook-id header, as GET /webhooks/{id}/deliveries shows it */
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueuedWebhookEvent"];
+                };
+            };
+            /** @description 40000: The request is malformed (URL, headers or framing); 40001: The request body is not valid JSON (or not UTF-8, or empty) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40100: A bearer token is required; 40101: The bearer token is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40300: The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40402: The caller has no webhook endpoint with this id; 40404: The webhook endpoint has no event with this id that it still receives (kept WEBHOOK_RETENTION after it ends) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40800: The request was not received in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40902: The webhook endpoint is disabled: enable it first (PATCH with "enabled": true) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41300: The request body is larger than the limit (MAX_BODY_SIZE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41400: The request URL is longer than the limit (MAX_URL_LENGTH) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41500: The request body must be application/json (UTF-8) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41700: The Expect header asks for something other than 100-continue */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 42900: Too many requests with this token; see Retry-After; 42901: Too many failed authentications from this address; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 43100: The request headers are too large (MAX_HEADER_SIZE) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 50000: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    recoverWebhookEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint id (ep_…), as POST /webhooks or GET /webhooks gave it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookRecovery"];
+            };
+        };
+        responses: {
+            /** @description Queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecoveredWebhookEvents"];
+                };
+            };
+            /** @description 40000: The request is malformed (URL, headers or framing); 40001: The request body is not valid JSON (or not UTF-8, or empty); 40008: The request body is not a valid webhook operation (since: an RFC 3339 time; overlap: 0 or a duration up to 7d) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40100: A bearer token is required; 40101: The bearer token is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40300: The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40402: The caller has no webhook endpoint with this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40800: The request was not received in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40902: The webhook endpoint is disabled: enable it first (PATCH with "enabled": true) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41300: The request body is larger than the limit (MAX_BODY_SIZE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41400: The request URL is longer than the limit (MAX_URL_LENGTH) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41500: The request body must be application/json (UTF-8) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41700: The Expect header asks for something other than 100-continue */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 42900: Too many requests with this token; see Retry-After; 42901: Too many failed authentications from this address; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 43100: The request headers are too large (MAX_HEADER_SIZE) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 50000: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint id (ep_…), as POST /webhooks or GET /webhooks gave it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["WebhookSecretRotation"];
+            };
+        };
+        responses: {
+            /** @description Rotated; the new secret is in this answer only */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotatedWebhookSecret"];
+                };
+            };
+            /** @description 40000: The request is malformed (URL, headers or framing); 40001: The request body is not valid JSON (or not UTF-8, or empty); 40008: The request body is not a valid webhook operation (since: an RFC 3339 time; overlap: 0 or a duration up to 7d) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40100: A bearer token is required; 40101: The bearer token is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40300: The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40402: The caller has no webhook endpoint with this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40800: The request was not received in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41300: The request body is larger than the limit (MAX_BODY_SIZE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41400: The request URL is longer than the limit (MAX_URL_LENGTH) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41500: The request body must be application/json (UTF-8) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41700: The Expect header asks for something other than 100-continue */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 42900: Too many requests with this token; see Retry-After; 42901: Too many failed authentications from this address; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 43100: The request headers are too large (MAX_HEADER_SIZE) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 50000: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    sendWebhookTestEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint id (ep_…), as POST /webhooks or GET /webhooks gave it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueuedWebhookEvent"];
+                };
+            };
+            /** @description 40000: The request is malformed (URL, headers or framing); 40001: The request body is not valid JSON (or not UTF-8, or empty) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40100: A bearer token is required; 40101: The bearer token is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40300: The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40402: The caller has no webhook endpoint with this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40800: The request was not received in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40902: The webhook endpoint is disabled: enable it first (PATCH with "enabled": true) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41300: The request body is larger than the limit (MAX_BODY_SIZE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41400: The request URL is longer than the limit (MAX_URL_LENGTH) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41500: The request body must be application/json (UTF-8) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1991,10 +2866,15 @@ export interface operations {
                  */
                 "webhook-timestamp": string;
                 /**
-                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks; the `standardwebhooks` libraries verify it)
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks; the `standardwebhooks` libraries verify it). While a rotated secret's overlap lasts (POST /webhooks/{id}/rotate-secret), two, space-separated: `v1,<new> v1,<old>`; accept the request when one matches
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": string;
+                /**
+                 * @description Present, `true`, on a test event only (POST /webhooks/{id}/test): no plant was added
+                 * @example true
+                 */
+                "webhook-test"?: string;
             };
             path?: never;
             cookie?: never;

@@ -8,7 +8,7 @@ export interface RetryPolicy {
 }
 
 export interface Outgoing {
-  readonly method: 'GET' | 'POST' | 'DELETE';
+  readonly method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   readonly url: URL;
   readonly headers: Headers;
   readonly body?: string;

@@ -16,7 +16,7 @@ export interface WebhookEndpoint {
   readonly url: string;
   readonly description: string | null;
   readonly createdAt: Date;
-  /** Set when a receiver answered 410 Gone: nothing more is queued for it or sent to it. */
+  /** Set when a receiver answered 410 Gone, or someone disabled it by hand: nothing more is queued for it or sent to it. */
   readonly disabledAt: Date | null;
   readonly disabledReason: string | null;
 }
@@ -50,6 +50,8 @@ export interface DeliveryAttempt {
   readonly state: DeliveryState;
   /** When `state` is pending: when the next attempt is due. */
   readonly nextAttemptAt: Date | null;
+  /** A test event (POST /webhooks/{id}/test), not a plant: plantId is 0. */
+  readonly test: boolean;
 }
 
 /**
@@ -77,6 +79,7 @@ export interface WebhookDeliveryView {
   at: string;
   state: DeliveryState;
   nextAttemptAt?: string;
+  test?: true;
 }
 
 /** An event claimed by this instance for one attempt: it holds a lease until `leaseMs` after the claim. */
@@ -89,11 +92,25 @@ export interface ClaimedDelivery {
   readonly user: string;
   readonly url: string;
   readonly secret: string;
+  /**
+   * The secret before the last rotation while its overlap lasts (read with the claim), else null: the
+   * attempt is signed with both. The sender signs with it only while `previousSecretExpiresAt` is still
+   * ahead of its own clock, so that the end of the overlap holds on every instance.
+   */
+  readonly previousSecret: string | null;
+  readonly previousSecretExpiresAt: Date | null;
   readonly plantId: bigint;
   /** The exact request body (see `webhookBody`). */
   readonly body: string;
   /** This attempt's number, 1 for the first. */
   readonly attempt: number;
+  /**
+   * The attempts made before the event was last queued again (resend, recover): the retry schedule
+   * starts over from there, so a resent event that fails again is retried as a new one is.
+   */
+  readonly roundStart: number;
+  /** A test event: sent with the header `webhook-test: true`. */
+  readonly test: boolean;
 }
 
 export interface ClaimRequest {
@@ -130,6 +147,22 @@ export interface AttemptResult {
   /** For `retry`: the delay until the next attempt. */
   readonly retryInMs: number | null;
 }
+
+/** What PATCH /webhooks/{id} (and `webhook update`) changes; what is absent stays as it is. */
+export interface WebhookChange {
+  readonly url?: string | undefined;
+  readonly description?: string | undefined;
+  /** true: enabled again (disabledAt and disabledReason cleared). */
+  readonly enable?: true | undefined;
+  /** Disabled by hand, with this reason (an endpoint disabled already keeps its first reason). */
+  readonly disable?: string | undefined;
+}
+
+/** The body of every test event (POST /webhooks/{id}/test): shaped as a NewPlant, with no plant behind it. */
+export const TEST_EVENT_BODY = '{"id":0,"name":"plantstore test event","tag":"test"}';
+
+/** The longest overlap a rotated secret may keep signing for. */
+export const MAX_SECRET_OVERLAP_MS = 7 * 86_400_000;
 
 /** What every endpoint id starts with, so that one is recognisable in logs and support requests. */
 export const ENDPOINT_ID_PREFIX = 'ep_';

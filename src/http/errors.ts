@@ -8,6 +8,7 @@ import { STORABLE_TEXT } from '../domain/plant.js';
 import { CURSOR_PATTERN, CURSOR_REFUSED } from './routes/plants/cursor-form.js';
 import { SECURITY_HEADERS } from './plugins/security-headers.js';
 import { StoreNotOpenError, StoreUnavailableError } from '../store/store.js';
+import { OVERLAP, OVERLAP_RULE, RFC3339, SINCE_RULE } from '../webhooks/operations.js';
 
 export interface ErrorRow {
   readonly status: number;
@@ -33,6 +34,9 @@ export const ERRORS = {
     message: 'The webhook URL points at a loopback, private, link-local, unspecified or multicast address (WEBHOOK_ALLOW_PRIVATE)',
   },
   invalidTokenRequest: { status: 400, code: 40007, message: 'The request body is not a valid token request' },
+  invalidWebhookOperation: {
+    status: 400, code: 40008, message: 'The request body is not a valid webhook operation (since: an RFC 3339 time; overlap: 0 or a duration up to 7d)',
+  },
   missingToken: { status: 401, code: 40100, message: 'A bearer token is required' },
   invalidToken: { status: 401, code: 40101, message: 'The bearer token is unknown, expired or revoked' },
   insufficientScope: { status: 403, code: 40300, message: 'The token lacks the scope this operation needs' },
@@ -41,10 +45,14 @@ export const ERRORS = {
   plantNotFound: { status: 404, code: 40401, message: 'The caller has no plant with this id' },
   webhookNotFound: { status: 404, code: 40402, message: 'The caller has no webhook endpoint with this id' },
   tokenNotFound: { status: 404, code: 40403, message: 'The caller has no unrevoked token with this id' },
+  webhookEventNotFound: {
+    status: 404, code: 40404, message: 'The webhook endpoint has no event with this id that it still receives (kept WEBHOOK_RETENTION after it ends)',
+  },
   methodNotAllowed: { status: 405, code: 40500, message: 'Method not allowed on this route (see the Allow header)' },
   requestTimeout: { status: 408, code: 40800, message: 'The request was not received in time' },
   idConflict: { status: 409, code: 40900, message: 'A different plant with this id already exists' },
   webhookLimit: { status: 409, code: 40901, message: 'The user already has as many webhook endpoints as allowed (WEBHOOK_MAX_PER_USER)' },
+  webhookDisabled: { status: 409, code: 40902, message: 'The webhook endpoint is disabled: enable it first (PATCH with "enabled": true)' },
   bodyTooLarge: { status: 413, code: 41300, message: 'The request body is larger than the limit (MAX_BODY_SIZE)' },
   urlTooLong: { status: 414, code: 41400, message: 'The request URL is longer than the limit (MAX_URL_LENGTH)' },
   unsupportedMediaType: { status: 415, code: 41500, message: 'The request body must be application/json (UTF-8)' },
@@ -141,6 +149,8 @@ function validationReason(first: ValidationDetail | undefined): string | undefin
   if (first?.params.pattern === STORABLE_TEXT) return 'must not contain U+0000 or unpaired surrogates';
   if (first?.params.pattern === DURATION.source) return 'must look like 30d, 12h, 15m or 90s (a whole number 1–999999 and s, m, h or d)';
   if (first?.params.pattern === CURSOR_PATTERN) return CURSOR_REFUSED;
+  if (first?.params.pattern === RFC3339) return SINCE_RULE;
+  if (first?.params.pattern === OVERLAP) return OVERLAP_RULE;
   // Any other pattern: a regular expression is no message for a client.
   if (first?.keyword === 'pattern') return 'does not have the form it must have';
   const allowed = first?.params.allowedValues;

@@ -1,6 +1,6 @@
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
-import { JWT_SCHEME_NAME, OPAQUE_SCHEME_NAME, requestErrorResponses, TAG } from './schemas.js';
+import { JWT_SCHEME_NAME, OPAQUE_SCHEME_NAME, OPTIONAL_BODY, requestErrorResponses, TAG } from './schemas.js';
 
 export { errorTableMarkdown } from './errors.js';
 
@@ -41,9 +41,14 @@ export const WEBHOOKS: Document31['webhooks'] = {
         header(
           'webhook-signature',
           '`v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint\'s ' +
-            'secret after `whsec_` (Standard Webhooks; the `standardwebhooks` libraries verify it)',
+            'secret after `whsec_` (Standard Webhooks; the `standardwebhooks` libraries verify it). While a rotated secret\'s overlap ' +
+            'lasts (POST /webhooks/{id}/rotate-secret), two, space-separated: `v1,<new> v1,<old>`; accept the request when one matches',
           'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
         ),
+        {
+          ...header('webhook-test', 'Present, `true`, on a test event only (POST /webhooks/{id}/test): no plant was added', 'true'),
+          required: false,
+        },
       ],
       requestBody: {
         description: 'Plant added to the store: the NewPlant as stored, its id with every digit',
@@ -67,6 +72,26 @@ const TAGS = [
   { name: TAG.operations, description: 'Health checks for load balancers and orchestrators; no token' },
   { name: TAG.document, description: 'This OpenAPI document; no token' },
 ];
+
+/** The part of the document optionalBodies goes through. */
+interface OpenApiPaths {
+  paths?: Record<string, Record<string, { requestBody?: { required?: boolean }; [OPTIONAL_BODY]?: boolean }>>;
+}
+
+/**
+ * A route whose schema says `[OPTIONAL_BODY]: true` may be called without a body (it validates an absent
+ * one as `{}`): @fastify/swagger marks every body required, so the mark is turned into `required: false`.
+ */
+function optionalBodies<T extends OpenApiPaths>(document: T): T {
+  for (const methods of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(methods)) {
+      if (operation[OPTIONAL_BODY] !== true) continue;
+      delete operation[OPTIONAL_BODY];
+      if (operation.requestBody) operation.requestBody.required = false;
+    }
+  }
+  return document;
+}
 
 /** The OpenAPI document is generated from the route schemas; nothing here repeats a route. */
 export async function openApi(app: FastifyInstance): Promise<void> {
@@ -120,6 +145,7 @@ export async function openApi(app: FastifyInstance): Promise<void> {
       },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    transformObject: (documentObject) => optionalBodies((documentObject as { openapiObject: OpenApiPaths }).openapiObject),
   });
   app.get(
     '/openapi.json',

@@ -3,7 +3,10 @@ import { Type, type TUnsafe } from 'typebox';
 import { NewPlantSchema, PlantSchema } from '../domain/plant.js';
 import { ERRORS, ErrorSchema, type ErrorRow } from './errors.js';
 import { CreatedTokenSchema, NewTokenSchema, TokenSchema } from './routes/tokens/schemas.js';
-import { CreatedWebhookSchema, NewWebhookSchema, WebhookDeliverySchema, WebhookSchema } from './routes/webhooks/schemas.js';
+import {
+  CreatedWebhookSchema, NewWebhookSchema, QueuedWebhookEventSchema, RecoveredWebhookEventsSchema, RotatedWebhookSecretSchema,
+  WebhookDeliverySchema, WebhookRecoverySchema, WebhookSchema, WebhookSecretRotationSchema, WebhookUpdateSchema,
+} from './routes/webhooks/schemas.js';
 
 /** The two kinds of bearer token (openapi.ts describes them): `pst_…` opaque tokens and JWT access tokens. */
 export const OPAQUE_SCHEME_NAME = 'opaqueToken';
@@ -24,18 +27,23 @@ export const AUTHENTICATION_ERRORS = [
 export function addSharedSchemas(app: FastifyInstance): void {
   for (const schema of [
     PlantSchema, NewPlantSchema, ErrorSchema, NewWebhookSchema, CreatedWebhookSchema, WebhookSchema, WebhookDeliverySchema,
-    NewTokenSchema, CreatedTokenSchema, TokenSchema,
+    WebhookUpdateSchema, WebhookRecoverySchema, WebhookSecretRotationSchema, RotatedWebhookSecretSchema, QueuedWebhookEventSchema,
+    RecoveredWebhookEventsSchema, NewTokenSchema, CreatedTokenSchema, TokenSchema,
   ]) {
     app.addSchema(schema);
   }
 }
 
 export type SharedSchemaId =
-  | 'Plant' | 'NewPlant' | 'Error' | 'NewWebhook' | 'CreatedWebhook' | 'Webhook' | 'WebhookDelivery' | 'NewToken' | 'CreatedToken' | 'Token';
+  | 'Plant' | 'NewPlant' | 'Error' | 'NewWebhook' | 'CreatedWebhook' | 'Webhook' | 'WebhookDelivery' | 'NewToken' | 'CreatedToken' | 'Token'
+  | 'WebhookUpdate' | 'WebhookRecovery' | 'WebhookSecretRotation' | 'RotatedWebhookSecret' | 'QueuedWebhookEvent' | 'RecoveredWebhookEvents';
 
 export function ref<T = unknown>(id: SharedSchemaId): TUnsafe<T> {
   return Type.Unsafe<T>(Type.Ref(id));
 }
+
+/** A route schema's mark for a body that may be left out (openapi.ts publishes it as not required). */
+export const OPTIONAL_BODY = 'x-optional-body';
 
 /**
  * The tags of the published document, in its order; openapi.ts describes them and each route names one.

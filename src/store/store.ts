@@ -1,7 +1,7 @@
 import type { NewPlant, Plant } from '../domain/plant.js';
 import type { NewTokenRecord, TokenRecord } from '../domain/token.js';
 import type {
-  AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, NewWebhookEndpoint, WebhookEndpoint,
+  AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, NewWebhookEndpoint, WebhookChange, WebhookEndpoint,
 } from '../domain/webhook.js';
 
 // Where the backends and wrappers implementing the Store's token methods find these types.
@@ -112,7 +112,36 @@ export interface WebhookStore {
    * given). `user` is a caller that is not admin: of an all-users endpoint it sees its own plants' only.
    */
   listDeliveryAttempts(endpointId: string, user: string | null, limit: number): Promise<DeliveryAttempt[] | null>;
+  /**
+   * Changes the endpoint (of `user`, or anyone's when null) and returns it; null when there is none.
+   * Claims made after this resolves use the new URL. Disabling fails its pending events, as a 410 does
+   * (an attempt under way finishes).
+   */
+  updateWebhook(id: string, user: string | null, change: WebhookChange): Promise<WebhookEndpoint | null>;
+  /**
+   * Replaces the endpoint's secret with `secret`, atomically for claims: one made after this resolves
+   * signs with the new secret, and with the one replaced while `overlapMs` (0: none) has not passed. The
+   * secret replaced before that is forgotten. Null when there is no such endpoint.
+   */
+  rotateWebhookSecret(id: string, user: string | null, secret: string, overlapMs: number): Promise<{ previousSecretExpiresAt: Date } | null>;
+  /**
+   * Queues one event of the endpoint again, with its event id, through the outbox: a delivered or failed
+   * one becomes pending, due now, its retry schedule started over; a pending one is made due now (one
+   * claimed now loses its claim and is attempted again). Only an event the endpoint may still receive (see
+   * all-users.ts), and, for a `user` that is not admin, of its own plants.
+   */
+  resendWebhookEvent(id: string, user: string | null, eventId: string): Promise<WebhookOperationResult<'queued' | 'no-event'>>;
+  /** Queues again, as resendWebhookEvent does, every failed event of the endpoint created at or after `since`; resolves with how many. */
+  recoverWebhookEvents(id: string, user: string | null, since: Date): Promise<WebhookOperationResult<number>>;
+  /** Queues a test event (TEST_EVENT_BODY, flagged as a test) for this endpoint only; resolves with its event id. */
+  queueTestEvent(id: string, user: string | null): Promise<WebhookOperationResult<string>>;
 }
+
+/**
+ * What an operation on one endpoint's events answers: its own result, or why nothing was queued (no
+ * such endpoint for the caller, or the endpoint is disabled: a disabled endpoint gets nothing).
+ */
+export type WebhookOperationResult<T> = T | { readonly refused: 'no-endpoint' | 'disabled' };
 
 /** The queued webhook events, as the dispatcher works them off. */
 export interface OutboxStore {
@@ -131,7 +160,10 @@ export interface OutboxStore {
   recordAttempts(instance: string, results: readonly AttemptResult[]): Promise<void>;
   /** Gives claims back unattempted (shutdown): due now, attempt count as before the claim. */
   releaseDeliveries(instance: string, deliveries: readonly ClaimedDelivery[]): Promise<void>;
-  /** Removes delivered and failed events, and attempts, older than `before`; returns the events removed. */
+  /**
+   * Removes delivered and failed events, and attempts, older than `before`; returns the events removed.
+   * Also erases the previous secrets whose overlap has ended (rotateWebhookSecret).
+   */
   sweepWebhooks(before: Date): Promise<number>;
   /**
    * The events waiting for delivery (pending, every endpoint), for metrics: one bounded read that looks

@@ -23,7 +23,8 @@ export function outcomeOf(delivery: ClaimedDelivery, { status, error, forbidden 
   if (status === 410) return { result: { delivery, outcome: 'gone', status, error, at }, retryAt: null };
   // A destination refused as private is refused again on every retry: the event fails now.
   if (forbidden) return { result: { delivery, outcome: 'failed', status, error, at }, retryAt: null };
-  const delay = schedule[delivery.attempt - 1];
+  // Counted from the attempts made before the event was last queued again (resend, recover).
+  const delay = schedule[delivery.attempt - delivery.roundStart - 1];
   if (delay === undefined) return { result: { delivery, outcome: 'failed', status, error, at }, retryAt: null };
   const retryAt = now + Math.round(delay * (1 + Math.random() * JITTER));
   return { result: { delivery, outcome: 'retry', status, error, at }, retryAt };

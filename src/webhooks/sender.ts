@@ -106,6 +106,19 @@ function describe(error: unknown): string {
   return 'request failed';
 }
 
+/**
+ * The `webhook-signature` header: `v1,<new>`, and ` v1,<old>` while a rotated secret's overlap lasts
+ * (Standard Webhooks: space-separated; a receiver accepts any one it can verify). The end of the overlap
+ * is checked here, against this instance's clock, at the moment of signing: an attempt claimed during the
+ * overlap and started after it carries the new signature only.
+ */
+export function signatures(delivery: ClaimedDelivery, timestamp: number, now: number): string {
+  const current = sign(signingKey(delivery.secret), delivery.eventId, timestamp, delivery.body);
+  const { previousSecret, previousSecretExpiresAt } = delivery;
+  if (previousSecret === null || previousSecretExpiresAt === null || previousSecretExpiresAt.getTime() <= now) return current;
+  return `${current} ${sign(signingKey(previousSecret), delivery.eventId, timestamp, delivery.body)}`;
+}
+
 /** Why the sender aborted an attempt itself. */
 const TIMED_OUT = Symbol('timed out');
 
@@ -152,7 +165,8 @@ export class Sender {
           'user-agent': this.#options.userAgent,
           'webhook-id': delivery.eventId,
           'webhook-timestamp': String(timestamp),
-          'webhook-signature': sign(signingKey(delivery.secret), delivery.eventId, timestamp, delivery.body),
+          'webhook-signature': signatures(delivery, timestamp, Date.now()),
+          ...(delivery.test ? { 'webhook-test': 'true' } : {}),
         },
         body: delivery.body,
         signal: controller.signal,

@@ -30,6 +30,7 @@ export function deliveryView(attempt: DeliveryAttempt): WebhookDeliveryView {
   };
   if (attempt.error !== null) view.error = attempt.error;
   if (attempt.state === 'pending' && attempt.nextAttemptAt !== null) view.nextAttemptAt = attempt.nextAttemptAt.toISOString();
+  if (attempt.test) view.test = true;
   return view;
 }
 

@@ -90,6 +90,20 @@ test('every row of the error table is produced by some request, with the Error b
   const overLimit = await oneHook.app.inject(hook);
   expectRow(ERRORS.webhookLimit, overLimit.statusCode, errorBody(overLimit), 'a second endpoint over WEBHOOK_MAX_PER_USER=1');
 
+  // The operations on one endpoint: a bad operation body, an event it does not have, a disabled endpoint.
+  const endpoint = (await app.inject({ ...hook, headers: { ...bearer(alice), ...json } })).json().id as string;
+  const operation = (method: 'POST' | 'PATCH', path: string, payload?: string) => app.inject({
+    method, url: `/webhooks/${endpoint}${path}`, headers: payload === undefined ? bearer(alice) : { ...bearer(alice), ...json },
+    ...(payload === undefined ? {} : { payload }),
+  });
+  const badSince = await operation('POST', '/recover', '{"since":"yesterday"}');
+  expectRow(ERRORS.invalidWebhookOperation, badSince.statusCode, errorBody(badSince), 'recover since yesterday');
+  const noEvent = await operation('POST', '/deliveries/msg_000000000000aaaaaaaaaaaaaaaaaaaa/resend');
+  expectRow(ERRORS.webhookEventNotFound, noEvent.statusCode, errorBody(noEvent), 'resend of an unknown event');
+  assert.equal((await operation('PATCH', '', '{"enabled":false}')).statusCode, 200);
+  const disabled = await operation('POST', '/test');
+  expectRow(ERRORS.webhookDisabled, disabled.statusCode, errorBody(disabled), 'a test event to a disabled endpoint');
+
   // 50301: a server whose store is not open yet (it listens before its store opens).
   const starting = await buildApp({ store: new LateStore(), logger: silentLogger });
   t.after(() => starting.close());

@@ -48,6 +48,26 @@ const OPERATIONS: Record<string, { operationId: string; tag: string; security: u
     operationId: 'listWebhookDeliveries', tag: 'webhooks', security: TOKEN,
     statuses: ['200', '400', '401', '403', '404', '408', '414', '417', '429', '431', '500', '503'],
   },
+  'PATCH /webhooks/{id}': {
+    operationId: 'updateWebhook', tag: 'webhooks', security: TOKEN,
+    statuses: ['200', '400', '401', '403', '404', '408', '413', '414', '415', '417', '429', '431', '500', '503'],
+  },
+  'POST /webhooks/{id}/deliveries/{eventId}/resend': {
+    operationId: 'resendWebhookEvent', tag: 'webhooks', security: TOKEN,
+    statuses: ['202', '400', '401', '403', '404', '408', '409', '413', '414', '415', '417', '429', '431', '500', '503'],
+  },
+  'POST /webhooks/{id}/recover': {
+    operationId: 'recoverWebhookEvents', tag: 'webhooks', security: TOKEN,
+    statuses: ['202', '400', '401', '403', '404', '408', '409', '413', '414', '415', '417', '429', '431', '500', '503'],
+  },
+  'POST /webhooks/{id}/rotate-secret': {
+    operationId: 'rotateWebhookSecret', tag: 'webhooks', security: TOKEN,
+    statuses: ['200', '400', '401', '403', '404', '408', '413', '414', '415', '417', '429', '431', '500', '503'],
+  },
+  'POST /webhooks/{id}/test': {
+    operationId: 'sendWebhookTestEvent', tag: 'webhooks', security: TOKEN,
+    statuses: ['202', '400', '401', '403', '404', '408', '409', '413', '414', '415', '417', '429', '431', '500', '503'],
+  },
   // No scope is needed on /tokens: 403 only for POST, whose caller must be admin.
   'POST /tokens': {
     operationId: 'createToken', tag: 'tokens', security: TOKEN,
@@ -83,7 +103,8 @@ test('GET /openapi.json needs no token and describes the API as OpenAPI 3.1, ver
   }
   assert.deepEqual(Object.keys(doc.paths).sort(), [
     '/healthz', '/openapi.json', '/plants', '/plants/{id}', '/readyz', '/tokens', '/tokens/{id}', '/webhooks', '/webhooks/{id}',
-    '/webhooks/{id}/deliveries',
+    '/webhooks/{id}/deliveries', '/webhooks/{id}/deliveries/{eventId}/resend', '/webhooks/{id}/recover', '/webhooks/{id}/rotate-secret',
+    '/webhooks/{id}/test',
   ]);
 
   const documented = Object.entries(doc.paths as Record<string, Record<string, Operation>>).flatMap(([path, methods]) =>
@@ -190,7 +211,7 @@ test('the /tokens operations document their bodies and error codes; never a secr
   assert.equal(items.items.$ref, '#/components/schemas/Token');
 });
 
-test('the webhooks section declares /plant/webhook as the published document does, with the signature headers', async (t) => {
+test('the webhooks section declares /plant/webhook as the published document does, with the signature headers (and a test event\'s)', async (t) => {
   const { app } = await testApp(t);
   const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
   assert.deepEqual(Object.keys(doc.webhooks), ['/plant/webhook']);
@@ -202,7 +223,9 @@ test('the webhooks section declares /plant/webhook as the published document doe
   assert.deepEqual(hook.post.requestBody.content, { 'application/json': { schema: { $ref: '#/components/schemas/NewPlant' } } });
   assert.deepEqual(hook.post.responses, { 200: { description: 'Return a 200 status to indicate that the data was received successfully' } });
   const headers = hook.post.parameters.map((p: { name: string; in: string; required: boolean }) => `${p.in}:${p.name}:${p.required}`);
-  assert.deepEqual(headers, ['header:webhook-id:true', 'header:webhook-timestamp:true', 'header:webhook-signature:true']);
+  assert.deepEqual(headers, [
+    'header:webhook-id:true', 'header:webhook-timestamp:true', 'header:webhook-signature:true', 'header:webhook-test:false',
+  ]);
   // The reference resolves.
   assert.ok(doc.components.schemas.NewPlant);
 });

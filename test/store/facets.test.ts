@@ -14,7 +14,10 @@ const OPERATIONS: Readonly<Record<Facet, readonly string[]>> = {
   tokens: ['createToken', 'findTokenByHash', 'listTokens', 'revokeToken'],
   counters: ['hit'],
   secrets: ['cursorKey'],
-  webhooks: ['createWebhook', 'listWebhooks', 'deleteWebhook', 'listDeliveryAttempts'],
+  webhooks: [
+    'createWebhook', 'listWebhooks', 'deleteWebhook', 'listDeliveryAttempts', 'updateWebhook', 'rotateWebhookSecret', 'resendWebhookEvent',
+    'recoverWebhookEvents', 'queueTestEvent',
+  ],
   outbox: ['onEventsQueued', 'claimDeliveries', 'recordAttempts', 'releaseDeliveries', 'sweepWebhooks', 'webhookBacklog'],
   health: ['ping'],
 };

@@ -159,7 +159,8 @@ test('the sender checks the resolved address on every attempt, not only at regis
   const sender = new Sender({ timeoutMs: 1000, allowPrivate: false, userAgent: 'plantstore/test', connectionsPerOrigin: 1 });
   t.after(() => sender.close());
   const delivery = {
-    seq: 1, eventId: 'msg_x', endpointId: 'ep_x', user: 'alice', secret: newWebhookSecret(), plantId: 1n, body: '{"id":1,"name":"a"}', attempt: 1,
+    seq: 1, eventId: 'msg_x', endpointId: 'ep_x', user: 'alice', secret: newWebhookSecret(), previousSecret: null, previousSecretExpiresAt: null,
+    plantId: 1n, body: '{"id":1,"name":"a"}', attempt: 1, roundStart: 0, test: false,
   };
   const urls = [
     `http://localhost:${rx.port}/`, `http://localhost.:${rx.port}/`, `http://127.0.0.1:${rx.port}/`, `http://[::ffff:127.0.0.1]:${rx.port}/`,

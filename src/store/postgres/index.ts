@@ -137,7 +137,7 @@ function postgresStore(pool: pg.Pool, observer: StoreObserver | undefined, notic
     tokens: new SqlTokens(POSTGRES, postgresTokenDriver(SQL, connections)),
     counters: new PostgresCounters(connections),
     secrets: postgresSecrets(connections),
-    webhooks: new PostgresWebhooks(POSTGRES, connections),
+    webhooks: new PostgresWebhooks(POSTGRES, connections, events.tell, notice.token),
     outbox: new PostgresOutbox(POSTGRES, connections, events, SQL.webhookBacklog),
     health: {
       ping: async () => {

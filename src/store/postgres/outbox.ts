@@ -1,6 +1,7 @@
 import type { AttemptResult, ClaimedDelivery, ClaimRequest } from '../../domain/webhook.js';
 import { withdrawEvents } from '../sql/all-users.js';
 import { POSTGRES_CLAIM } from '../sql/claim.js';
+import { eraseExpiredSecretsSql } from '../sql/webhook-operations.js';
 import { backlogOf, type BacklogRow, type Dialect } from '../sql/statements.js';
 import { claimedOf, GONE_REASON, perEndpoint, stateAfter, type ClaimRow } from '../sql/webhooks.js';
 import type { OutboxStore, WebhookBacklog } from '../store.js';
@@ -59,7 +60,7 @@ export class PostgresOutbox implements OutboxStore {
     if (request.limit <= 0 || request.perEndpoint <= 0) return [];
     const { rows } = await this.#connections.query<ClaimRow & { attempts: number }>('webhook_claim', POSTGRES_CLAIM,
       [request.instance, request.busy, perEndpoint(request), request.limit, request.leaseMs]);
-    return rows.map((r) => claimedOf(r, r.attempts)).sort((a, b) => a.seq - b.seq);
+    return rows.map((r) => claimedOf(this.#d, r, r.attempts)).sort((a, b) => a.seq - b.seq);
   }
 
   /**
@@ -111,9 +112,9 @@ export class PostgresOutbox implements OutboxStore {
       }
       await query(
         'webhook_record_attempts',
-        `INSERT INTO webhook_attempts (endpoint_id, event_id, plant_id, owner, attempt, status, error, at, state, next_attempt_at)
+        `INSERT INTO webhook_attempts (endpoint_id, event_id, plant_id, owner, attempt, status, error, at, state, next_attempt_at, test)
          SELECT d.endpoint_id, d.event_id, d.plant_id, d.owner, u.attempt, u.status, u.error, u.at, u.state,
-                CASE WHEN u.state = 'pending' THEN now() + u.retry_ms * interval '1 millisecond' END
+                CASE WHEN u.state = 'pending' THEN now() + u.retry_ms * interval '1 millisecond' END, d.test
          FROM unnest($1::bigint[], $2::int[], $3::int[], $4::text[], $5::timestamptz[], $6::text[], $7::float8[])
               WITH ORDINALITY AS u(seq, attempt, status, error, at, state, retry_ms, ord)
          JOIN webhook_deliveries d ON d.seq = u.seq
@@ -148,6 +149,7 @@ export class PostgresOutbox implements OutboxStore {
       [before],
     );
     await this.#connections.query('webhook_withdraw', withdrawEvents('postgres', 'now()', null), []);
+    await this.#connections.query('webhook_erase_secrets', eraseExpiredSecretsSql('now()'), []);
     return rows[0]?.n ?? 0;
   }
 

@@ -1,11 +1,27 @@
-import type { DeliveryAttempt, NewWebhookEndpoint, WebhookEndpoint } from '../../domain/webhook.js';
+import { TEST_EVENT_BODY, type DeliveryAttempt, type NewWebhookEndpoint, type WebhookChange, type WebhookEndpoint } from '../../domain/webhook.js';
 import type { Dialect } from '../sql/statements.js';
+import {
+  failPendingSql, findEndpointSql, findEventSql, insertTestEventSql, ownerFilter, recoverEventsSql, requeueEventSql, rotateSecretSql,
+  updateEndpointSql, type FoundEndpointRow, type FoundEventRow,
+} from '../sql/webhook-operations.js';
 import {
   attemptOf, deleteEndpointAttempts, deleteEndpointDeliveries, endpointColumns, endpointOf,
   type AttemptRow, type EndpointRow,
 } from '../sql/webhooks.js';
-import type { WebhookStore } from '../store.js';
-import type { Connections } from './pool.js';
+import type { WebhookOperationResult, WebhookStore } from '../store.js';
+import { notifyEventsSql } from './notify.js';
+import type { Connections, TxQuery } from './pool.js';
+
+const FIND_ENDPOINT = `${findEndpointSql('postgres', 'now()', { id: '$1', user: '$2::text' })} FOR SHARE`;
+const FIND_EVENT = findEventSql({ id: '$1', event: '$2', owner: '$3::text' });
+const REQUEUE_EVENT = requeueEventSql('now()', '$1');
+const RECOVER_EVENTS = recoverEventsSql('now()', { id: '$1', since: '$2', owner: '$3::text' });
+const TEST_EVENT = insertTestEventSql('postgres', 'now()', '(extract(epoch FROM clock_timestamp()) * 1000)::bigint', { id: '$1', owner: '$2', body: '$3' });
+const ROTATE = rotateSecretSql('now()', "now() + $4::float8 * interval '1 millisecond'", { id: '$1', user: '$2::text', secret: '$3', overlap: '$4::float8' });
+/** Tells the other instances on this store that events were queued (notify.ts), on commit. */
+const NOTIFY = notifyEventsSql('(SELECT 1) AS queued', '$1');
+
+type Refusal = { readonly refused: 'no-endpoint' | 'disabled' };
 
 /**
  * The webhooks facet on PostgreSQL: the endpoints and their attempts. Every time comes from the
@@ -15,11 +31,21 @@ export class PostgresWebhooks implements WebhookStore {
   readonly #d: Dialect;
   readonly #connections: Connections;
   readonly #columns: string;
+  readonly #update: string;
+  /** Tells this handle's dispatcher that events were queued (other instances hear the NOTIFY). */
+  readonly #eventsQueued: () => void;
+  readonly #notifyToken: string;
 
-  constructor(d: Dialect, connections: Connections) {
+  constructor(d: Dialect, connections: Connections, eventsQueued: () => void, notifyToken: string) {
     this.#d = d;
     this.#connections = connections;
     this.#columns = endpointColumns(d, 'now()');
+    this.#update = updateEndpointSql(this.#columns, 'now()', {
+      id: '$1', user: '$2::text', url: '$3::text', description: '$4::text', setDescription: '$5::boolean', enable: '$6::boolean',
+      disable: '$7::text',
+    });
+    this.#eventsQueued = eventsQueued;
+    this.#notifyToken = notifyToken;
   }
 
   async createWebhook(endpoint: NewWebhookEndpoint, maxPerUser: number): Promise<WebhookEndpoint | 'limit'> {
@@ -71,7 +97,7 @@ export class PostgresWebhooks implements WebhookStore {
   async listDeliveryAttempts(endpointId: string, user: string | null, limit: number): Promise<DeliveryAttempt[] | null> {
     const { rows } = await this.#connections.query<AttemptRow & { seq: string | null }>(
       'webhook_attempts_list',
-      `SELECT a.seq, a.event_id, a.plant_id, a.attempt, a.status, a.error, a.at, a.state, a.next_attempt_at
+      `SELECT a.seq, a.event_id, a.plant_id, a.attempt, a.status, a.error, a.at, a.state, a.next_attempt_at, a.test
        FROM webhook_endpoints e
        LEFT JOIN LATERAL (
          SELECT * FROM webhook_attempts WHERE endpoint_id = e.id AND ($2::text IS NULL OR NOT e.all_users OR owner = $2) -- not admin: its own plants'
@@ -83,5 +109,72 @@ export class PostgresWebhooks implements WebhookStore {
     );
     if (rows.length === 0) return null;
     return rows.flatMap((r) => (r.seq === null ? [] : [attemptOf(this.#d, r)]));
+  }
+
+  async updateWebhook(id: string, user: string | null, change: WebhookChange): Promise<WebhookEndpoint | null> {
+    return this.#connections.transaction(async (query) => {
+      const { rows } = await query<EndpointRow>('webhook_update', this.#update, [
+        id, user, change.url ?? null, change.description ?? null, change.description !== undefined, change.enable === true, change.disable ?? null,
+      ]);
+      const row = rows[0];
+      if (!row) return null;
+      if (change.disable !== undefined) await query('webhook_fail_pending', failPendingSql('now()', '$1'), [id]);
+      return endpointOf(this.#d, row);
+    });
+  }
+
+  async rotateWebhookSecret(id: string, user: string | null, secret: string, overlapMs: number): Promise<{ previousSecretExpiresAt: Date } | null> {
+    const { rows } = await this.#connections.query<{ expires_at: Date }>('webhook_rotate', ROTATE, [id, user, secret, overlapMs]);
+    const row = rows[0];
+    return row ? { previousSecretExpiresAt: row.expires_at } : null;
+  }
+
+  /**
+   * `work` in one transaction, after the endpoint is found (and share-locked, so that a PATCH disabling it
+   * or a delete waits for this to commit); the dispatchers are told when `queued` says events were.
+   */
+  async #onEndpoint<T>(
+    id: string, user: string | null, work: (query: TxQuery, owner: string | null, endpoint: FoundEndpointRow) => Promise<T>,
+    queued: (result: T) => boolean,
+  ): Promise<T | Refusal> {
+    let notified = false;
+    const result = await this.#connections.transaction(async (query): Promise<T | Refusal> => {
+      const { rows } = await query<FoundEndpointRow>('webhook_find_endpoint', FIND_ENDPOINT, [id, user]);
+      const found = rows[0];
+      if (!found) return { refused: 'no-endpoint' };
+      if (found.disabled_at !== null) return { refused: 'disabled' };
+      const done = await work(query, ownerFilter({ username: found.username, reach: this.#d.flagOf(found.all_users) }, user), found);
+      notified = queued(done);
+      if (notified) await query('webhook_notify', NOTIFY, [this.#notifyToken]);
+      return done;
+    });
+    if (notified) this.#eventsQueued();
+    return result;
+  }
+
+  async resendWebhookEvent(id: string, user: string | null, eventId: string): Promise<WebhookOperationResult<'queued' | 'no-event'>> {
+    return this.#onEndpoint(id, user, async (query, owner) => {
+      const { rows } = await query<FoundEventRow>('webhook_find_event', FIND_EVENT, [id, eventId, owner]);
+      const event = rows[0];
+      if (!event) return 'no-event' as const;
+      await query('webhook_requeue_event', REQUEUE_EVENT, [event.seq]);
+      return 'queued' as const;
+    }, (r) => r === 'queued');
+  }
+
+  async recoverWebhookEvents(id: string, user: string | null, since: Date): Promise<WebhookOperationResult<number>> {
+    return this.#onEndpoint(id, user, async (query, owner) => {
+      const { rowCount } = await query('webhook_recover', RECOVER_EVENTS, [id, since, owner]);
+      return rowCount ?? 0;
+    }, (n) => n > 0);
+  }
+
+  async queueTestEvent(id: string, user: string | null): Promise<WebhookOperationResult<string>> {
+    return this.#onEndpoint(id, user, async (query, _owner, endpoint) => {
+      const { rows } = await query<{ event_id: string }>('webhook_test_event', TEST_EVENT, [id, endpoint.username, TEST_EVENT_BODY]);
+      const row = rows[0];
+      if (!row) throw new Error('test event insert returned no row');
+      return row.event_id;
+    }, () => true);
   }
 }

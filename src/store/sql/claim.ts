@@ -23,6 +23,16 @@ function turns(candidates: string): string {
   )`;
 }
 
+/**
+ * The endpoint's secrets as a claim reads them, in the claim's own statement: what the attempt is signed
+ * with is what the endpoint held when it was claimed, never a mix of before and after a rotation. The
+ * previous secret only while its overlap runs; the sender checks its end again when it signs.
+ */
+function claimSecrets(now: string): string {
+  return `e.secret, CASE WHEN e.previous_secret_expires_at > ${now} THEN e.previous_secret END AS previous_secret,
+  e.previous_secret_expires_at`;
+}
+
 /** SQLite (one process claims; no row locks): @now, @busy (a JSON array), @perEndpoint, @limit. */
 export const SQLITE_DUE = `${turns(
   `SELECT x.seq, x.endpoint_id, e.username, x.next_attempt_at
@@ -33,7 +43,8 @@ export const SQLITE_DUE = `${turns(
    )
    WHERE e.disabled_at IS NULL AND e.id NOT IN (SELECT value FROM json_each(@busy))`,
 )}
-SELECT d.seq, d.event_id, d.endpoint_id, e.username, e.url, e.secret, CAST(d.plant_id AS TEXT) AS plant_id, d.body, d.attempts
+SELECT d.seq, d.event_id, d.endpoint_id, e.username, e.url, ${claimSecrets('@now')}, CAST(d.plant_id AS TEXT) AS plant_id, d.body,
+  d.attempts, d.round_start, d.test
 FROM turns t JOIN webhook_deliveries d ON d.seq = t.seq JOIN webhook_endpoints e ON e.id = d.endpoint_id
 ORDER BY t.turn, t.next_attempt_at, t.seq LIMIT @limit`;
 
@@ -65,4 +76,5 @@ UPDATE webhook_deliveries d
 SET attempts = d.attempts + 1, next_attempt_at = now() + $5::float8 * interval '1 millisecond', leased_by = $1
 FROM picked p, webhook_endpoints e
 WHERE d.seq = p.seq AND e.id = d.endpoint_id
-RETURNING d.seq, d.event_id, d.endpoint_id, e.username, e.url, e.secret, d.plant_id, d.body, d.attempts`;
+RETURNING d.seq, d.event_id, d.endpoint_id, e.username, e.url, ${claimSecrets('now()')}, d.plant_id, d.body, d.attempts,
+  d.round_start, d.test`;

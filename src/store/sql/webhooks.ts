@@ -61,6 +61,7 @@ export interface AttemptRow {
   readonly at: unknown;
   readonly state: DeliveryState;
   readonly next_attempt_at: unknown;
+  readonly test: unknown;
 }
 
 export function attemptOf(d: Dialect, row: AttemptRow): DeliveryAttempt {
@@ -73,6 +74,7 @@ export function attemptOf(d: Dialect, row: AttemptRow): DeliveryAttempt {
     at: d.dateOf(row.at),
     state: row.state,
     nextAttemptAt: row.state === 'pending' && row.next_attempt_at !== null ? d.dateOf(row.next_attempt_at) : null,
+    test: d.flagOf(row.test),
   };
 }
 
@@ -84,11 +86,17 @@ export interface ClaimRow {
   readonly username: string;
   readonly url: string;
   readonly secret: string;
+  /** NULL unless its overlap is still running when claimed (see CLAIM_SECRETS in claim.ts). */
+  readonly previous_secret: string | null;
+  readonly previous_secret_expires_at: unknown;
   readonly plant_id: string;
   readonly body: string;
+  readonly round_start: number;
+  readonly test: unknown;
 }
 
-export function claimedOf(row: ClaimRow, attempt: number): ClaimedDelivery {
+export function claimedOf(d: Dialect, row: ClaimRow, attempt: number): ClaimedDelivery {
+  const overlap = row.previous_secret !== null && row.previous_secret_expires_at !== null;
   return {
     seq: Number(row.seq),
     eventId: row.event_id,
@@ -96,9 +104,13 @@ export function claimedOf(row: ClaimRow, attempt: number): ClaimedDelivery {
     user: row.username,
     url: row.url,
     secret: row.secret,
+    previousSecret: overlap ? row.previous_secret : null,
+    previousSecretExpiresAt: overlap ? d.dateOf(row.previous_secret_expires_at) : null,
     plantId: BigInt(row.plant_id),
     body: row.body,
     attempt,
+    roundStart: row.round_start,
+    test: d.flagOf(row.test),
   };
 }
 

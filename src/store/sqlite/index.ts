@@ -16,6 +16,7 @@ import { FileState, type StoreFile } from './state.js';
 import { walFileSync } from './wal.js';
 import { sqliteSecrets, sqliteTokenDriver } from './tokens.js';
 import { SqliteTransfer } from './transfer.js';
+import { SqliteWebhookOperations } from './webhook-operations.js';
 import { SqliteWebhooks } from './webhooks.js';
 import type {
   CacheableStore, CounterStore, HealthStore, OutboxStore, SecretStore, StoreObserver, TokenStore, WebhookStore,
@@ -185,7 +186,9 @@ class SqliteStore implements CacheableStore, TransferableStore {
       hit: async (key, windowMs) => rates.hit(key, windowMs),
     };
     this.secrets = sqliteSecrets(db, this.#writes);
-    this.webhooks = new SqliteWebhookStore(state, this.#writes, this.#webhooks);
+    this.webhooks = new SqliteWebhookStore(state, this.#writes, this.#webhooks, new SqliteWebhookOperations(db, SQLITE), () => {
+      this.#eventsQueued = true;
+    });
     this.outbox = new SqliteOutbox(db, SQLITE, state, this.#writes, this.#webhooks, this.#events, SQL.webhookBacklog);
     this.health = { ping: () => state.ping() };
   }

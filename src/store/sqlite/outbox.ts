@@ -1,12 +1,13 @@
 import type {
-  AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, NewWebhookEndpoint, WebhookEndpoint,
+  AttemptResult, ClaimedDelivery, ClaimRequest, DeliveryAttempt, NewWebhookEndpoint, WebhookChange, WebhookEndpoint,
 } from '../../domain/webhook.js';
 import type Database from './driver.js';
 import type { WriteQueue } from './queue.js';
 import type { FileState } from './state.js';
+import type { SqliteWebhookOperations } from './webhook-operations.js';
 import type { SqliteWebhooks } from './webhooks.js';
 import { backlogOf, type BacklogRow, type Dialect } from '../sql/statements.js';
-import type { OutboxStore, WebhookBacklog, WebhookStore } from '../store.js';
+import type { OutboxStore, WebhookBacklog, WebhookOperationResult, WebhookStore } from '../store.js';
 
 /** Webhook bookkeeping: losing it to a power cut only repeats a delivery (see WriteQueue.add). */
 const NOT_DURABLE = { durable: false } as const;
@@ -16,11 +17,25 @@ export class SqliteWebhookStore implements WebhookStore {
   readonly #state: FileState;
   readonly #writes: WriteQueue;
   readonly #webhooks: SqliteWebhooks;
+  readonly #operations: SqliteWebhookOperations;
+  /** Marks the running write batch as one that queued events (the dispatcher is told after its commit). */
+  readonly #eventsQueued: () => void;
 
-  constructor(state: FileState, writes: WriteQueue, webhooks: SqliteWebhooks) {
+  constructor(state: FileState, writes: WriteQueue, webhooks: SqliteWebhooks, operations: SqliteWebhookOperations, eventsQueued: () => void) {
     this.#state = state;
     this.#writes = writes;
     this.#webhooks = webhooks;
+    this.#operations = operations;
+    this.#eventsQueued = eventsQueued;
+  }
+
+  /** A write that may queue events: the dispatcher hears of those that did once the batch is committed. */
+  #queueing<T>(write: () => T, queued: (result: T) => boolean): Promise<T> {
+    return this.#writes.add(() => {
+      const result = write();
+      if (queued(result)) this.#eventsQueued();
+      return result;
+    });
   }
 
   createWebhook(endpoint: NewWebhookEndpoint, maxPerUser: number): Promise<WebhookEndpoint | 'limit'> {
@@ -37,6 +52,26 @@ export class SqliteWebhookStore implements WebhookStore {
 
   async listDeliveryAttempts(endpointId: string, user: string | null, limit: number): Promise<DeliveryAttempt[] | null> {
     return this.#state.read(() => this.#webhooks.attempts(endpointId, user, limit));
+  }
+
+  updateWebhook(id: string, user: string | null, change: WebhookChange): Promise<WebhookEndpoint | null> {
+    return this.#writes.add(() => this.#operations.update(id, user, change, Date.now()));
+  }
+
+  rotateWebhookSecret(id: string, user: string | null, secret: string, overlapMs: number): Promise<{ previousSecretExpiresAt: Date } | null> {
+    return this.#writes.add(() => this.#operations.rotate(id, user, secret, overlapMs, Date.now()));
+  }
+
+  resendWebhookEvent(id: string, user: string | null, eventId: string): Promise<WebhookOperationResult<'queued' | 'no-event'>> {
+    return this.#queueing(() => this.#operations.resend(id, user, eventId, Date.now()), (r) => r === 'queued');
+  }
+
+  recoverWebhookEvents(id: string, user: string | null, since: Date): Promise<WebhookOperationResult<number>> {
+    return this.#queueing(() => this.#operations.recover(id, user, since.getTime(), Date.now()), (r) => typeof r === 'number' && r > 0);
+  }
+
+  queueTestEvent(id: string, user: string | null): Promise<WebhookOperationResult<string>> {
+    return this.#queueing(() => this.#operations.test(id, user, Date.now()), (r) => typeof r === 'string');
   }
 }
 

@@ -2,6 +2,7 @@ import type Database from './driver.js';
 import type { NewPlant } from '../../domain/plant.js';
 import { receives, withdrawEvents } from '../sql/all-users.js';
 import { SQLITE_DUE } from '../sql/claim.js';
+import { eraseExpiredSecretsSql, failPendingSql } from '../sql/webhook-operations.js';
 import type { Dialect } from '../sql/statements.js';
 import { eventIdSql } from '../sql/wire.js';
 import {
@@ -48,6 +49,7 @@ export class SqliteWebhooks {
   readonly #releaseOrphans: Database.Statement<[number]>;
   readonly #withdrawUser: Database.Statement<[{ now: number; token: number }]>;
   readonly #withdrawAll: Database.Statement<[{ now: number }]>;
+  readonly #eraseSecrets: Database.Statement<[number]>;
 
   constructor(db: Database.Database, d: Dialect) {
     this.#d = d;
@@ -78,7 +80,7 @@ export class SqliteWebhooks {
     this.#deleteDeliveries = db.prepare(deleteEndpointDeliveries(d));
     this.#deleteAttempts = db.prepare(deleteEndpointAttempts(d));
     this.#attempts = db.prepare(
-      `SELECT event_id, CAST(plant_id AS TEXT) AS plant_id, attempt, status, error, at, state, next_attempt_at
+      `SELECT event_id, CAST(plant_id AS TEXT) AS plant_id, attempt, status, error, at, state, next_attempt_at, test
        FROM webhook_attempts WHERE endpoint_id = @id AND (@owner IS NULL OR owner = @owner) ORDER BY seq DESC LIMIT @limit`,
     );
     // Due: pending, its time come (a live claim's time is its lease's end), its endpoint enabled and not
@@ -93,14 +95,11 @@ export class SqliteWebhooks {
     );
     // Every attempt made is recorded while its event exists, stale ones too: the receiver got the request.
     this.#recordAttempt = db.prepare(
-      `INSERT INTO webhook_attempts (endpoint_id, event_id, plant_id, owner, attempt, status, error, at, state, next_attempt_at)
-       SELECT endpoint_id, event_id, plant_id, owner, @attempt, @status, @error, @at, @state, @next FROM webhook_deliveries WHERE seq = @seq`,
+      `INSERT INTO webhook_attempts (endpoint_id, event_id, plant_id, owner, attempt, status, error, at, state, next_attempt_at, test)
+       SELECT endpoint_id, event_id, plant_id, owner, @attempt, @status, @error, @at, @state, @next, test FROM webhook_deliveries WHERE seq = @seq`,
     );
     this.#disable = db.prepare('UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL');
-    this.#failPending = db.prepare(
-      `UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, leased_by = NULL, finished_at = ?
-       WHERE endpoint_id = ? AND state = 'pending'`,
-    );
+    this.#failPending = db.prepare(failPendingSql('?', '?'));
     this.#release = db.prepare(
       `UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = ?, leased_by = NULL
        WHERE seq = ? AND leased_by = ? AND attempts = ? AND state = 'pending'`,
@@ -112,6 +111,7 @@ export class SqliteWebhooks {
     );
     this.#withdrawUser = db.prepare(withdrawEvents('sqlite', '@now', '(SELECT username FROM tokens WHERE id = @token)'));
     this.#withdrawAll = db.prepare(withdrawEvents('sqlite', '@now', null));
+    this.#eraseSecrets = db.prepare(eraseExpiredSecretsSql('?'));
   }
 
   /** In the create's transaction: one event per endpoint that receives `owner`'s plant. True when any was queued. */
@@ -159,7 +159,7 @@ export class SqliteWebhooks {
     const leaseEnd = now + request.leaseMs;
     return due.map((r) => {
       this.#lease.run(leaseEnd, request.instance, r.seq);
-      return claimedOf(r, r.attempts + 1);
+      return claimedOf(this.#d, r, r.attempts + 1);
     });
   }
 
@@ -192,11 +192,15 @@ export class SqliteWebhooks {
     return this.#releaseOrphans.run(now).changes;
   }
 
-  /** Also fails other users' events of all-users endpoints whose user's admin tokens have expired since. */
+  /**
+   * Also fails other users' events of all-users endpoints whose user's admin tokens have expired since,
+   * and erases previous secrets past their overlap.
+   */
   sweep(before: number, now: number): number {
     const removed = this.#sweepDeliveries.run(before).changes;
     this.#sweepAttempts.run(before);
     this.#withdrawAll.run({ now });
+    this.#eraseSecrets.run(now);
     return removed;
   }
 

@@ -1,51 +1,23 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { Principal } from '../../../domain/principal.js';
-import { ENDPOINT_ID_PREFIX } from '../../../domain/webhook.js';
 import type { Store } from '../../../store/store.js';
 import { registerWebhook, WebhookRequestError, type WebhookSettings } from '../../../webhooks/register.js';
 import { deliveryView, webhookView } from '../../../webhooks/views.js';
 import { requireScope, type AuthSteps } from '../../auth/index.js';
-import { ApiError, ERRORS, type ErrorRow } from '../../errors.js';
+import { ApiError, ERRORS } from '../../errors.js';
 import { AUTHENTICATION_ERRORS, BODY_ERRORS, errorResponses, ref, SECURITY, TAG } from '../../schemas.js';
+import { ENDPOINT_ID, EndpointParams, ownerOf, refusal } from './endpoint.js';
+import { webhookOperationRoutes } from './operations.js';
 import type { CreatedWebhook, NewWebhookBody } from './schemas.js';
 
 const DELIVERIES_DEFAULT = 50;
 const DELIVERIES_MAX = 1000;
-
-/** What newEndpointId makes. Any other id names no endpoint, and is answered 404 without asking the store. */
-const ENDPOINT_ID = new RegExp(`^${ENDPOINT_ID_PREFIX}[A-Za-z0-9_-]{22}$`);
-
-const EndpointParams = Type.Object({
-  // No constraint here: a schema failure on a path parameter would be answered 40004 (a plant id); an id
-  // that cannot exist is simply not found (404 40402).
-  id: Type.String({ description: 'The endpoint id (ep_…), as POST /webhooks or GET /webhooks gave it' }),
-});
 
 const DeliveriesQuery = Type.Object({
   limit: Type.Optional(
     Type.Integer({ minimum: 1, maximum: DELIVERIES_MAX, default: DELIVERIES_DEFAULT, description: 'Maximum number of attempts to return' }),
   ),
 });
-
-const BY_KIND: Record<WebhookRequestError['kind'], ErrorRow> = {
-  invalid: ERRORS.invalidWebhook,
-  private: ERRORS.privateDestination,
-  limit: ERRORS.webhookLimit,
-};
-
-/** A refused registration as its error row; a private destination's row says it all. */
-function refusal(error: WebhookRequestError): ApiError {
-  const row = BY_KIND[error.kind];
-  return new ApiError(row, error.kind === 'private' ? row.message : `${row.message}: ${error.message}`);
-}
-
-/**
- * Whose endpoints a caller sees and acts on: its user's, or, for an admin token, everyone's. An admin
- * lists every endpoint, so it may also read their deliveries and remove them (an operator cleaning up
- * a dead receiver); unlike plants, which an admin lists but deletes only its own.
- */
-const ownerOf = (principal: Principal): string | null => (principal.admin ? null : principal.user);
 
 export interface WebhookRoutesOptions {
   readonly store: Store;
@@ -176,4 +148,5 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
       return attempts.map(deliveryView);
     },
   );
+  await app.register(webhookOperationRoutes, { store, auth, allowPrivate: settings.allowPrivate });
 };

@@ -2,6 +2,7 @@ import { Type, type Static } from 'typebox';
 import { STORABLE_TEXT } from '../../../domain/plant.js';
 import type { DeliveryState, WebhookDeliveryView, WebhookView } from '../../../domain/webhook.js';
 import { WEBHOOK_URL_MAX_CHARS } from '../../../webhooks/destination.js';
+import { DEFAULT_SECRET_OVERLAP, OVERLAP, RFC3339 } from '../../../webhooks/operations.js';
 import { DESCRIPTION_MAX_CHARS } from '../../../webhooks/register.js';
 
 /**
@@ -9,22 +10,22 @@ import { DESCRIPTION_MAX_CHARS } from '../../../webhooks/register.js';
  * are closed (additionalProperties: false), so that the serializer never lets a field through that the
  * document does not name: a secret, above all.
  */
+const Url = () =>
+  Type.String({
+    maxLength: WEBHOOK_URL_MAX_CHARS,
+    description:
+      `Absolute http: or https: URL, at most ${WEBHOOK_URL_MAX_CHARS} characters, without credentials, spaces or control characters; ` +
+      'not a loopback, private, link-local, unspecified or multicast address unless the server allows them (WEBHOOK_ALLOW_PRIVATE)',
+  });
+const Description = () =>
+  Type.String({
+    maxLength: DESCRIPTION_MAX_CHARS,
+    pattern: STORABLE_TEXT,
+    description: `0 to ${DESCRIPTION_MAX_CHARS} characters; no U+0000 and no unpaired surrogates`,
+  });
+
 export const NewWebhookSchema = Type.Object(
-  {
-    url: Type.String({
-      maxLength: WEBHOOK_URL_MAX_CHARS,
-      description:
-        `Absolute http: or https: URL, at most ${WEBHOOK_URL_MAX_CHARS} characters, without credentials, spaces or control characters; ` +
-        'not a loopback, private, link-local, unspecified or multicast address unless the server allows them (WEBHOOK_ALLOW_PRIVATE)',
-    }),
-    description: Type.Optional(
-      Type.String({
-        maxLength: DESCRIPTION_MAX_CHARS,
-        pattern: STORABLE_TEXT,
-        description: `0 to ${DESCRIPTION_MAX_CHARS} characters; no U+0000 and no unpaired surrogates`,
-      }),
-    ),
-  },
+  { url: Url(), description: Type.Optional(Description()) },
   { $id: 'NewWebhook', description: 'A webhook endpoint to register; unknown fields are ignored' },
 );
 export type NewWebhookBody = Static<typeof NewWebhookSchema>;
@@ -55,7 +56,9 @@ export const WebhookSchema = Type.Object(
     url: Type.String(),
     description: Type.Optional(Type.String()),
     createdAt: DateTime('When it was registered'),
-    disabledAt: Type.Optional(DateTime('When the receiver answered 410 Gone; nothing is sent to it since. Absent while enabled')),
+    disabledAt: Type.Optional(
+      DateTime('When the receiver answered 410 Gone, or someone disabled it (PATCH "enabled": false); nothing is sent to it since. Absent while enabled'),
+    ),
     disabledReason: Type.Optional(Type.String({ description: 'Why it was disabled' })),
   },
   { $id: 'Webhook', additionalProperties: false, description: 'A registered endpoint, never with its secret' },
@@ -84,9 +87,64 @@ export const WebhookDeliverySchema = Type.Object(
       }),
     ),
     nextAttemptAt: Type.Optional(DateTime('When the next attempt is due; only when pending')),
+    test: Type.Optional(Type.Literal(true, { description: 'A test event (POST /webhooks/{id}/test), not a plant (plantId 0); absent otherwise' })),
   },
   { $id: 'WebhookDelivery', additionalProperties: false, description: 'One attempt to deliver one event' },
 );
+export const WebhookUpdateSchema = Type.Object(
+  {
+    url: Type.Optional(Url()),
+    description: Type.Optional(Description()),
+    enabled: Type.Optional(Type.Boolean({
+      description: 'true enables a disabled endpoint again (disabledAt and disabledReason go); false disables it by hand ("disabled by <user>")',
+    })),
+  },
+  { $id: 'WebhookUpdate', description: 'What to change of an endpoint; what is left out stays. Unknown fields are ignored' },
+);
+export type WebhookUpdateBody = Static<typeof WebhookUpdateSchema>;
+
+export const WebhookRecoverySchema = Type.Object(
+  {
+    since: Type.String({
+      pattern: RFC3339,
+      description: 'An RFC 3339 date-time: every failed event created at or after it (and still kept) is queued again',
+    }),
+  },
+  { $id: 'WebhookRecovery', description: 'Which failed events to send again' },
+);
+export type WebhookRecoveryBody = Static<typeof WebhookRecoverySchema>;
+
+export const WebhookSecretRotationSchema = Type.Object(
+  {
+    overlap: Type.Optional(Type.String({
+      pattern: OVERLAP,
+      default: DEFAULT_SECRET_OVERLAP,
+      description: `How long the replaced secret keeps signing too: 0 (not at all) or a duration such as 90s, 15m, 24h, 7d (at most); default ${DEFAULT_SECRET_OVERLAP}`,
+    })),
+  },
+  { $id: 'WebhookSecretRotation', description: 'How to rotate; the body may be left out' },
+);
+export type WebhookSecretRotationBody = Static<typeof WebhookSecretRotationSchema>;
+
+export const RotatedWebhookSecretSchema = Type.Object(
+  {
+    secret: Type.String({ description: 'The new signing secret (whsec_…). Shown in this answer only' }),
+    previousSecretExpiresAt: DateTime('Until when deliveries also carry a signature with the replaced secret (now, without an overlap)'),
+  },
+  { $id: 'RotatedWebhookSecret', additionalProperties: false, description: 'The endpoint\'s new secret (shown once)' },
+);
+export type RotatedWebhookSecret = Static<typeof RotatedWebhookSecretSchema>;
+
+export const QueuedWebhookEventSchema = Type.Object(
+  { eventId: Type.String({ description: 'The event\'s id: its webhook-id header, as GET /webhooks/{id}/deliveries shows it' }) },
+  { $id: 'QueuedWebhookEvent', additionalProperties: false, description: 'An event queued for delivery' },
+);
+
+export const RecoveredWebhookEventsSchema = Type.Object(
+  { queued: Type.Integer({ minimum: 0, description: 'How many failed events were queued again' }) },
+  { $id: 'RecoveredWebhookEvents', additionalProperties: false, description: 'Failed events queued again' },
+);
+
 const deliveryViewMatches: Same<Static<typeof WebhookDeliverySchema>, WebhookDeliveryView> = true;
 void webhookViewMatches;
 void deliveryViewMatches;

@@ -6,6 +6,7 @@ import { openTransferStore } from '../../src/store/open.js';
 import { ImportConflictError } from '../../src/transfer/import.js';
 import { exportStore } from '../../src/transfer/export.js';
 import { fileSink } from '../../src/transfer/sink.js';
+import { newEndpointId, newWebhookSecret } from '../../src/domain/webhook.js';
 import { issueToken } from '../helpers/tokens.js';
 import { bearer, create, errorBody, list, silentLogger, testApp, testDatabase } from '../helpers/app.js';
 import { apiView, appOn, exportTo, importFrom, records, seedEdgeStore, tempDir } from '../helpers/transfer.js';
@@ -189,4 +190,20 @@ test('export reads one snapshot while the store is written, and a failed export 
   const broken = await fileSink(join(dir, 'b.ndjson'));
   await assert.rejects(exportStore(store, { ...broken, write: async () => { throw new Error('disk full'); } }), /disk full/);
   assert.deepEqual(readdirSync(dir), [], 'neither the file nor its temporary file');
+});
+
+test('an export leaves a pending test event behind: it announces no plant, and after a move would arrive as a plant\'s event', async (t) => {
+  const source = await testApp(t);
+  const created = await source.store.webhooks.createWebhook(
+    { id: newEndpointId(), user: 'alice', allUsers: false, url: 'https://hooks.example/alice', description: null, secret: newWebhookSecret() }, 10);
+  assert.ok(created !== 'limit');
+  await source.store.plants.createPlant('alice', { id: 1n, name: 'a' });
+  const testEvent = await source.store.webhooks.queueTestEvent(created.id, 'alice');
+  assert.equal(typeof testEvent, 'string');
+  const file = join(tempDir(t), 'store.ndjson');
+  const exported = await exportTo(source.config, file);
+  assert.equal(exported.counts.events, 1, 'the plant\'s event only');
+  const text = readFileSync(file, 'utf8');
+  assert.ok(!text.includes(testEvent as string), 'no line names the test event');
+  assert.equal(text.split('\n').filter((l) => l.startsWith('{"type":"event"')).length, 1);
 });

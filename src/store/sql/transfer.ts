@@ -38,10 +38,12 @@ const TOKEN_COLUMNS = 'hash, username, scopes, admin, name, created_at, expires_
  */
 export function transferStatements(d: Dialect, endpointOrder: string): TransferStatements {
   const p = (from: number, count: number) => Array.from({ length: count }, (_, i) => d.param(from + i)).join(', ');
+  // A test event announces no plant and goes to one receiver that is being tried now: it is not data to
+  // move, and the export format has no way to mark it, so an imported one would arrive as a plant's event.
   return {
     counts: `SELECT (SELECT count(*) FROM plants) AS plants, (SELECT count(*) FROM tokens) AS tokens,
       (SELECT count(*) FROM webhook_endpoints) AS webhooks,
-      (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending') AS events`,
+      (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending' AND NOT test) AS events`,
     // Ids as text: an int64 past 2^53 would lose digits as a JS number.
     plantsPage: `SELECT seq, owner, CAST(id AS TEXT) AS id, name, tag FROM plants
       WHERE seq > ${d.param(1)} ORDER BY seq LIMIT ${d.param(2)}`,
@@ -49,7 +51,7 @@ export function transferStatements(d: Dialect, endpointOrder: string): TransferS
     endpointsPage: `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY ${endpointOrder}
       LIMIT ${d.param(1)} OFFSET ${d.param(2)}`,
     eventsPage: `SELECT seq, event_id, endpoint_id, CAST(plant_id AS TEXT) AS plant_id, body, attempts, next_attempt_at,
-      leased_by, created_at FROM webhook_deliveries WHERE state = 'pending' AND seq > ${d.param(1)} ORDER BY seq LIMIT ${d.param(2)}`,
+      leased_by, created_at FROM webhook_deliveries WHERE state = 'pending' AND NOT test AND seq > ${d.param(1)} ORDER BY seq LIMIT ${d.param(2)}`,
     // No conflict target: a taken id and a stored hash both insert nothing (the caller looked the hash up first).
     insertTokenWithId: `INSERT INTO tokens (id, ${TOKEN_COLUMNS}) ${d.explicitIdentity} VALUES (${p(1, 9)})
       ON CONFLICT DO NOTHING RETURNING id`,
@@ -198,6 +200,8 @@ export async function snapshotOver(d: Dialect, S: TransferStatements, query: Row
   const [c] = await query<CountsRow>('transfer_counts', S.counts, []);
   if (!c) throw new Error('the counts query returned no row');
   const n = EXPORT_PAGE_ROWS;
+  // A test event announces no plant and goes to one receiver that is being tried now: it is not data to
+  // move, and the export format has no way to mark it, so an imported one would arrive as a plant's event.
   return {
     counts: { plants: Number(c.plants), tokens: Number(c.tokens), webhooks: Number(c.webhooks), events: Number(c.events) },
     takenAt,

@@ -40,6 +40,8 @@ export const WEBHOOK_HELP = `Usage:
                       at most; default 24h
   --database-url URL  The store to use; default: DATABASE_URL, else sqlite:./data/plantstore.db,
                       relative to the working directory (as for the token commands).
+  --config FILE       Read DATABASE_URL (and any other setting) from FILE, KEY=value lines, as the
+                      server does; also PLANTSTORE_CONFIG=FILE. A flag or variable wins over it.
 
 The store used is printed on stderr ("using …"). "webhook add" prints the endpoint's signing secret
 (whsec_…) once, alone on the last line of stdout, and its ID on stderr. Removing an endpoint removes its

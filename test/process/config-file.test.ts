@@ -88,7 +88,7 @@ test('a settings file with an unknown key or a bad value stops every command wit
 
 test('--help names --config: the main help and the help of the commands that use a store', async () => {
   assert.match((await runCli(['--help'])).stdout, /^ {2}--config FILE {9}Read settings from FILE, KEY=value lines \(also PLANTSTORE_CONFIG=FILE\); any command$/m);
-  for (const args of [['migrate', '--help'], ['export', '--help'], ['import', '--help'], ['backup', '--help'], ['token', '--help'], ['doctor', '--help']]) {
+  for (const args of [['migrate', '--help'], ['export', '--help'], ['import', '--help'], ['backup', '--help'], ['token', '--help'], ['webhook', '--help'], ['doctor', '--help']]) {
     assert.match((await runCli(args)).stdout, /--config FILE/, args.join(' '));
   }
 });

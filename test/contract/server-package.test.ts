@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import { lstatSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { spawnServer } from '../helpers/process.js';
+import { copyCheckout, emptyProject, npm, pack, run, type Packed, type Run } from '../helpers/packages.js';
+
+/**
+ * The server as a package: `npm pack` in a copy of the checkout (its prepare script builds dist/ there),
+ * then `npm install` of the tarball into an empty project, as docs/production.md tells a user to, the
+ * project allowing better-sqlite3's install script (npm 11's allowScripts), which compiles it from
+ * source. @plantstore/client is not on the registry: the tarball carries it (bundleDependencies). Then
+ * `plantstore serve` runs from that project, with nothing of the checkout.
+ */
+
+const base = mkdtempSync(join(tmpdir(), 'plantstore-server-package-'));
+after(() => rmSync(base, { recursive: true, force: true }));
+let packed: Packed;
+let project: string;
+let installed: Run;
+
+// Building, packing and compiling better-sqlite3 take minutes on a loaded 2-core machine; each command
+// is bounded on its own (test/helpers/packages.ts), and this bounds them all.
+before(async () => {
+  packed = await pack(copyCheckout(join(base, 'checkout')), base);
+  project = emptyProject(join(base, 'project'), { name: 'runs-plantstore', allowScripts: { 'better-sqlite3': true } });
+  installed = await npm(['install', '--prefer-offline', packed.tarball], project);
+}, { timeout: 900_000 });
+
+test('npm pack builds the server and ships bin/, dist/ with the migrations and the client bundled; no sources, tests or maps', () => {
+  assert.match(packed.tarball, /plantstore-1\.0\.0\.tgz$/);
+  const needed = [
+    'package.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'bin/plantstore.js', 'dist/cli/index.js', 'dist/client.js', 'dist/client.d.ts',
+    'node_modules/@plantstore/client/package.json', 'node_modules/@plantstore/client/dist/index.js', 'node_modules/@plantstore/client/dist/index.d.ts',
+  ];
+  for (const file of needed) assert.ok(packed.files.includes(file), `${file} is in the tarball`);
+  for (const backend of ['sqlite', 'postgres']) {
+    assert.ok(packed.files.some((f) => f.startsWith(`dist/store/migrations/${backend}/`) && f.endsWith('.sql')), `${backend} migrations`);
+  }
+  const stray = packed.files.filter((f) => /^(src|test|bench|scripts|docs|packages)\//.test(f) || f.endsWith('.map') || f.endsWith('.ts') && !f.endsWith('.d.ts'));
+  assert.deepEqual(stray, []);
+});
+
+test('the tarball installs into an empty project with no registry copy of @plantstore/client: the bundled one is used', () => {
+  assert.ok(!lstatSync(join(project, 'node_modules/plantstore')).isSymbolicLink(), 'a copy, not a link to a checkout');
+  const lock = JSON.parse(readFileSync(join(project, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; inBundle?: boolean }> };
+  const bundled = lock.packages['node_modules/plantstore/node_modules/@plantstore/client'];
+  assert.equal(bundled?.version, '1.0.0');
+  assert.equal(bundled.inBundle, true);
+  assert.equal(lock.packages['node_modules/@plantstore/client'], undefined, 'nothing fetched besides the bundled copy');
+  // better-sqlite3's install script ran (the project allowed it): its compiled addon is there.
+  assert.ok(lstatSync(join(project, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node')).isFile(), installed.stderr);
+});
+
+test('plantstore/client imports from the installed server package, and is the bundled @plantstore/client', async () => {
+  const program = "const a = await import('plantstore/client'); console.log(typeof a.PlantStore, typeof a.PlantStoreError, typeof a.toPlantId);";
+  const result = await run(process.execPath, ['--input-type=module', '-e', program], project);
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(result.stdout.trim(), 'function function function');
+});
+
+test('plantstore serve runs from the installed package: a token from its CLI, an authenticated create and list, a clean stop', async (t) => {
+  const bin = join(project, 'node_modules/.bin/plantstore');
+  // The default store, ./data/plantstore.db in the project, as a user would start it there.
+  const env = { DATABASE_URL: 'sqlite:./data/plantstore.db' };
+  const created = await run(process.execPath, [bin, 'token', 'create', '--user', 'alice'], project, env);
+  assert.equal(created.code, 0, created.stderr);
+  const token = created.stdout.trim().split('\n').at(-1)!;
+  const server = spawnServer(t, env, project, bin);
+  const url = await server.ready;
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  const create = await fetch(`${url}/plants`, { method: 'POST', headers, body: '{"id": 9223372036854775807, "name": "Monstera"}' });
+  assert.equal(create.status, 200, await create.clone().text());
+  assert.deepEqual(await create.json(), { name: 'Monstera' });
+  const listed = await fetch(`${url}/plants`, { headers });
+  assert.deepEqual(await listed.json(), [{ name: 'Monstera' }]);
+  assert.equal((await fetch(`${url}/plants`)).status, 401, 'no token, no plants');
+  assert.equal(await server.stop('SIGTERM'), 0, server.errors());
+});

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { spawnServer } from '../helpers/process.js';
+import { ROOT } from '../helpers/markdown.js';
 import { copyCheckout, emptyProject, npm, pack, run, type Packed, type Run } from '../helpers/packages.js';
 
 /**
@@ -22,10 +23,15 @@ let installed: Run;
 
 // Building, packing and compiling better-sqlite3 take minutes on a loaded 2-core machine; each command
 // is bounded on its own (test/helpers/packages.ts), and this bounds them all.
+let checkout: string;
+
 before(async () => {
-  packed = await pack(copyCheckout(join(base, 'checkout')), base);
+  checkout = copyCheckout(join(base, 'checkout'));
+  packed = await pack(checkout, base);
   project = emptyProject(join(base, 'project'), { name: 'runs-plantstore', allowScripts: { 'better-sqlite3': true } });
-  installed = await npm(['install', '--prefer-offline', packed.tarball], project);
+  // prebuild-install, better-sqlite3's first step, would try to download a binary; this makes it build
+  // from source at once (npm warns that it does not know the setting: it is prebuild-install's).
+  installed = await npm(['install', '--prefer-offline', packed.tarball], project, { npm_config_build_from_source: 'true' });
 }, { timeout: 900_000 });
 
 test('npm pack builds the server and ships bin/, dist/ with the migrations and the client bundled; no sources, tests or maps', () => {
@@ -38,6 +44,8 @@ test('npm pack builds the server and ships bin/, dist/ with the migrations and t
   for (const backend of ['sqlite', 'postgres']) {
     assert.ok(packed.files.some((f) => f.startsWith(`dist/store/migrations/${backend}/`) && f.endsWith('.sql')), `${backend} migrations`);
   }
+  // prepack took "prepare" out of the tarball's package.json (scripts/pack.mjs) and postpack put it back.
+  assert.equal(readFileSync(join(checkout, 'package.json'), 'utf8'), readFileSync(join(ROOT, 'package.json'), 'utf8'));
   const stray = packed.files.filter((f) => /^(src|test|bench|scripts|docs|packages)\//.test(f) || f.endsWith('.map') || f.endsWith('.ts') && !f.endsWith('.d.ts'));
   assert.deepEqual(stray, []);
 });
@@ -49,6 +57,10 @@ test('the tarball installs into an empty project with no registry copy of @plant
   assert.equal(bundled?.version, '1.0.0');
   assert.equal(bundled.inBundle, true);
   assert.equal(lock.packages['node_modules/@plantstore/client'], undefined, 'nothing fetched besides the bundled copy');
+  // Nothing of plantstore's own for the project to review: its prepare script builds a checkout only.
+  const manifest = JSON.parse(readFileSync(join(project, 'node_modules/plantstore/package.json'), 'utf8')) as { scripts: object };
+  assert.equal('prepare' in manifest.scripts, false);
+  assert.doesNotMatch(installed.stderr, /plantstore@1\.0\.0 \(/, 'npm names no script of plantstore for review');
   // better-sqlite3's install script ran (the project allowed it): its compiled addon is there.
   assert.ok(lstatSync(join(project, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node')).isFile(), installed.stderr);
 });

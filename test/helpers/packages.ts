@@ -55,7 +55,7 @@ export function scratch(t: TestContext, name: string): string {
 /** What the client package's source folder holds besides what it builds. */
 const CLIENT_FILES = ['package.json', 'tsconfig.json', 'src', 'README.md', 'CHANGELOG.md', 'LICENSE'];
 /** What the server's build and pack read from the checkout. */
-const SERVER_FILES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'src', 'scripts/build.mjs', 'README.md', 'CHANGELOG.md', 'LICENSE'];
+const SERVER_FILES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'src', 'scripts/build.mjs', 'scripts/pack.mjs', 'README.md', 'CHANGELOG.md', 'LICENSE'];
 
 /**
  * A copy of the checkout's sources in `dir` (without dist/, so a tarball with dist/ in it was built by

@@ -90,3 +90,14 @@ test('plantstore serve runs from the installed package: a token from its CLI, an
   assert.equal((await fetch(`${url}/plants`)).status, 401, 'no token, no plants');
   assert.equal(await server.stop('SIGTERM'), 0, server.errors());
 });
+
+test('installed with --ignore-scripts, the server cannot open a SQLite store, and says the addon was not found', async (t) => {
+  // What docs/install.md tells a user who skipped better-sqlite3's install script to look for.
+  const skipped = emptyProject(join(base, 'scripts-skipped'), { name: 'skips-scripts' });
+  t.after(() => rmSync(skipped, { recursive: true, force: true }));
+  await npm(['install', '--ignore-scripts', '--prefer-offline', packed.tarball], skipped);
+  const bin = join(skipped, 'node_modules/.bin/plantstore');
+  const result = await run(process.execPath, [bin, 'token', 'create', '--user', 'alice'], skipped, { DATABASE_URL: 'sqlite:./data/plantstore.db' });
+  assert.equal(result.code, 1, result.stdout);
+  assert.match(result.stderr, /Could not locate the bindings file/);
+});

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as delay } from 'node:timers/promises';
 import { test } from 'node:test';
-import { PlantStore } from 'plantstore/client';
+import { PlantStore } from '@plantstore/client';
 import { ERRORS } from '../../src/http/errors.js';
 import { all, apiError, nothingListening, served, type Event } from '../helpers/client.js';
 import { standIn, type Step } from '../helpers/http-stand-in.js';

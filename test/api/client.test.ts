@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 // The package as its users import it (see helpers/client.ts).
-import { PlantStore } from 'plantstore/client';
+import { PlantStore } from '@plantstore/client';
 import { ERRORS } from '../../src/http/errors.js';
 import { all, apiError, MAX, MIN, nothingListening, served } from '../helpers/client.js';
 import { standIn } from '../helpers/http-stand-in.js';

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 // The shape of the code (docs/development.md, "Who may import whom"), checked from the import lines
 // themselves: a rule that only a page states is broken by the first change that does not read it.
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const GENERATED = new Set(['packages/client/src/openapi.ts', 'src/client/openapi.ts']);
+const GENERATED = new Set(['packages/client/src/generated/openapi.ts']);
 
 function sources(dir: string): string[] {
   return readdirSync(join(ROOT, dir)).flatMap((name) => {
@@ -107,6 +107,22 @@ test('http/ never imports a backend, a store wrapper or open.ts; webhooks/ never
     [],
   );
   assert.deepEqual(crossing('src/webhooks', ['src/http', 'src/server.ts', 'src/cli', 'src/store/sqlite', 'src/store/postgres']), []);
+});
+
+test('packages/client imports only itself: no server code, no dependency, no Node.js module or global', () => {
+  const files = SRC.filter((f) => f.startsWith('packages/client/src/'));
+  assert.ok(files.includes('packages/client/src/index.ts'), 'the client package is where the layout says');
+  const problems = files.flatMap((file) => {
+    const text = readFileSync(join(ROOT, file), 'utf8');
+    // Every specifier, relative or bare, of static, type-only, re-exporting and dynamic imports alike.
+    const specifiers = [...text.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^import\s+)['"]([^'"]+)['"]/gm)].map((m) => m[1]!);
+    const outside = specifiers
+      .filter((spec) => !spec.startsWith('.') || !relative(ROOT, resolve(ROOT, dirname(file), spec)).startsWith('packages/client/src/'))
+      .map((spec) => `${file} imports ${spec}`);
+    const globals = /\bprocess\.|\bBuffer\b|\brequire\(|\b__dirname\b/.test(text) ? [`${file} uses a Node.js global`] : [];
+    return [...outside, ...globals];
+  });
+  assert.deepEqual(problems, []);
 });
 
 test('routes never import each other: what they share is in http/schemas.ts', () => {

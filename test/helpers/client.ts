@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import type { TestContext } from 'node:test';
-// The package as its users import it: dist/client through package.json "exports" (npm test builds first).
-import { PlantStore, PlantStoreError, type PlantStoreOptions } from 'plantstore/client';
+// The package as its users import it: packages/client/dist through its "exports" (npm test builds first).
+import { PlantStore, PlantStoreError, type PlantStoreOptions } from '@plantstore/client';
 import { testApp, type TestAppOptions } from './app.js';
 
 export const MAX = 2n ** 63n - 1n;

@@ -3,8 +3,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The user documentation as the docs tests read it: README.md, CHANGELOG.md and docs/*.md, their code
- * blocks with the note written just before each, their headings (as GitHub anchors them) and links.
+ * The user documentation as the docs tests read it: README.md, CHANGELOG.md, docs/*.md and the client
+ * package's README.md and CHANGELOG.md, their code blocks with the note written just before each, their
+ * headings (as GitHub anchors them) and links.
  *
  * A shell or JavaScript block is an example, and each example either runs in test/process/docs-examples
  * or says why not. The note is an HTML comment on the line before the block (readers do not see it):
@@ -25,10 +26,13 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** README.md, CHANGELOG.md and every page under docs/, as paths from the repository's root. */
+/**
+ * README.md, CHANGELOG.md, every page under docs/ and the client package's README and changelog (they
+ * go into its tarball), as paths from the repository's root.
+ */
 export function documentationFiles(): string[] {
   const pages = readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).sort().map((name) => `docs/${name}`);
-  return ['README.md', 'CHANGELOG.md', ...pages];
+  return ['README.md', 'CHANGELOG.md', ...pages, 'packages/client/README.md', 'packages/client/CHANGELOG.md'];
 }
 
 export type Note =

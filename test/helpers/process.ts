@@ -85,9 +85,9 @@ export interface SpawnedServer extends Omit<ServerProcess, 'url'> {
   fatal(): string;
 }
 
-/** Spawns `plantstore serve` on a free port, without waiting for it to listen. */
-export function spawnServer(t: TestContext, env: Env, cwd?: string): SpawnedServer {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0'], {
+/** Spawns `plantstore serve` on a free port, without waiting for it to listen; `bin`: another installed copy's. */
+export function spawnServer(t: TestContext, env: Env, cwd?: string, bin: string = BIN): SpawnedServer {
+  const child = spawn(process.execPath, [bin, 'serve', '--port', '0'], {
     env: environment({ LOG_LEVEL: 'info', ...env }),
     cwd,
     stdio: 'pipe',

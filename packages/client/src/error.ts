@@ -1,4 +1,4 @@
-import type { components } from './openapi.js';
+import type { components } from './generated/openapi.js';
 
 /** The body of every non-2xx answer of the API. */
 export type ErrorBody = components['schemas']['Error'];

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { TOKEN_CACHE_TTL_MS } from '../../src/http/auth/index.js';
 import { generateToken, hashToken, REVOCATION_WITHIN_MS } from '../../src/domain/token.js';
-import { bearer, create, errorBody, list, testApp } from '../helpers/app.js';
+import { assertError, bearer, create, errorBody, list, testApp } from '../helpers/app.js';
 
 const SECRET = /^pst_[A-Za-z0-9_-]{43}$/;
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -21,13 +21,6 @@ function createToken(app: FastifyInstance, token: string, body: string | object)
 const listTokens = (app: FastifyInstance, token: string) => app.inject({ method: 'GET', url: '/tokens', headers: bearer(token) });
 const revoke = (app: FastifyInstance, token: string, id: number | string) =>
   app.inject({ method: 'DELETE', url: `/tokens/${id}`, headers: bearer(token) });
-
-function assertError(res: LightMyRequestResponse, status: number, code: number, message?: RegExp): void {
-  assert.equal(res.statusCode, status, res.body);
-  const body = errorBody(res);
-  assert.equal(body.error, code, res.body);
-  if (message) assert.match(body.message, message);
-}
 
 test('POST /tokens with an admin token: 201, the record and a secret shown once that works at once for the scopes given', async (t) => {
   const { app, token, store } = await testApp(t);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { bearer, errorBody, testApp, type TestAppOptions } from '../helpers/app.js';
+import { assertError, bearer, errorBody, testApp, type TestAppOptions } from '../helpers/app.js';
 
 // The operations on one webhook endpoint through the API (PATCH, resend, recover, rotate-secret, test): who
 // may call them, what they answer, and every error row they add. Deliveries: webhooks-operations-delivery.test.ts.
@@ -16,13 +16,6 @@ function call(app: FastifyInstance, token: string | undefined, method: 'PATCH' |
     headers: { ...(token ? bearer(token) : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     ...(body === undefined ? {} : { payload: typeof body === 'string' ? body : JSON.stringify(body) }),
   });
-}
-
-function assertError(res: LightMyRequestResponse, status: number, code: number, message?: RegExp): void {
-  assert.equal(res.statusCode, status, res.body);
-  const body = errorBody(res);
-  assert.equal(body.error, code, res.body);
-  if (message) assert.match(body.message, message);
 }
 
 async function webhookApp(t: TestContext, options: TestAppOptions = {}) {

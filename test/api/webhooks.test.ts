@@ -3,7 +3,7 @@ import { test, type TestContext } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import type { AttemptResult, ClaimedDelivery } from '../../src/domain/webhook.js';
 import type { Store } from '../../src/store/store.js';
-import { bearer, create, errorBody, testApp, type TestAppOptions } from '../helpers/app.js';
+import { assertError, bearer, create, errorBody, testApp, type TestAppOptions } from '../helpers/app.js';
 
 const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
 const ENDPOINT_ID = /^ep_[A-Za-z0-9_-]{22}$/;
@@ -23,13 +23,6 @@ const remove = (app: FastifyInstance, token: string, id: string) =>
   app.inject({ method: 'DELETE', url: `/webhooks/${id}`, headers: bearer(token) });
 const deliveries = (app: FastifyInstance, token: string, id: string, query = '') =>
   app.inject({ method: 'GET', url: `/webhooks/${id}/deliveries${query}`, headers: bearer(token) });
-
-function assertError(res: LightMyRequestResponse, status: number, code: number, message?: RegExp): void {
-  assert.equal(res.statusCode, status, res.body);
-  const body = errorBody(res);
-  assert.equal(body.error, code, res.body);
-  if (message) assert.match(body.message, message);
-}
 
 /** An app whose webhooks may point at loopback (as local development and tests run them) unless told otherwise. */
 async function webhookApp(t: TestContext, options: TestAppOptions = {}) {

@@ -228,6 +228,14 @@ export async function assertSamePages(store: Store, expected: Store): Promise<vo
 }
 
 /** Asserts the Error body shape and returns it. */
+/** The answer is `status` with an Error body of `code` (and a message matching `message`, when given). */
+export function assertError(res: LightMyRequestResponse, status: number, code: number, message?: RegExp): void {
+  assert.equal(res.statusCode, status, res.body);
+  const body = errorBody(res);
+  assert.equal(body.error, code, res.body);
+  if (message) assert.match(body.message, message);
+}
+
 export function errorBody(res: LightMyRequestResponse): { error: number; message: string } {
   const body = res.json() as Record<string, unknown>;
   if (!String(res.headers['content-type']).startsWith('application/json')) {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { FastifyInstance, HTTPMethods } from 'fastify';
 import { buildApp } from '../../src/app.js';
+import { EVENT_ID } from '../../src/domain/webhook.js';
 import { LateStore } from '../../src/store/wrappers/late.js';
 import { bearer, silentLogger, testApp } from '../helpers/app.js';
 import { AUDIENCE, closedPort, sign, signingKey, type TestProvider } from '../helpers/jwt-provider.js';
@@ -17,12 +18,15 @@ import { onlyAnswer, raw, rawErrorBody } from '../helpers/raw-http.js';
 interface Documented {
   readonly name: string;
   readonly method: HTTPMethods;
-  /** The path with its parameters filled in: answers here come before any handler looks at them. */
+  /** The path with every parameter filled in with a value of its form: answers here come before any handler looks at them. */
   readonly url: string;
   readonly statuses: ReadonlySet<string>;
   readonly needsToken: boolean;
   readonly descriptions: Readonly<Record<string, string>>;
 }
+
+/** A value of each path parameter's form: an endpoint or plant id, an event id. */
+const PARAMETERS: Readonly<Record<string, string>> = { id: '1', eventId: `${EVENT_ID.prefix}${'0'.repeat(EVENT_ID.timeDigits + EVENT_ID.randomDigits)}` };
 
 async function documentedOperations(app: FastifyInstance): Promise<Documented[]> {
   const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json() as {
@@ -32,7 +36,7 @@ async function documentedOperations(app: FastifyInstance): Promise<Documented[]>
     Object.entries(methods).map(([method, op]) => ({
       name: `${method.toUpperCase()} ${path}`,
       method: method.toUpperCase() as HTTPMethods,
-      url: path.replace('{id}', '1'),
+      url: path.replace(/\{(\w+)\}/g, (_, name: string) => PARAMETERS[name] ?? assert.fail(`${method} ${path}: no value for {${name}}`)),
       statuses: new Set(Object.keys(op.responses)),
       needsToken: op.security.length > 0,
       descriptions: Object.fromEntries(Object.entries(op.responses).map(([status, r]) => [status, r.description])),

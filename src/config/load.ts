@@ -7,16 +7,20 @@ import { OPTIONS, type OptionInfo, type TableOption } from './options.js';
 /** The settings, typed by the table: each key's type is what its option's parse returns. */
 export type Config = { readonly [O in TableOption as O['key']]: ReturnType<O['parse']> };
 
-/** Checks between settings, which no single option's parse can make. */
-function checkTogether(config: Config): void {
+/**
+ * Checks between settings, which no single option's parse can make. `refuse` makes the refusal, given
+ * the settings it is about, so that those from the settings file are named with their line.
+ */
+function checkTogether(config: Config, refuse: (message: string, about: readonly string[]) => ConfigError): void {
   if ((config.jwtIssuer !== null || config.jwtJwksUrl !== null) && config.jwtAudience === null) {
-    throw new ConfigError(
+    throw refuse(
       'JWT_AUDIENCE is required when JWT_ISSUER or JWT_JWKS_URL is set (the client id or API identifier your tokens are issued for): without it, a token issued for any other application of the provider would be accepted',
+      [...(config.jwtIssuer !== null ? ['JWT_ISSUER'] : []), ...(config.jwtJwksUrl !== null ? ['JWT_JWKS_URL'] : [])],
     );
   }
   // Metrics are never served on the API port; the same port would also fail to listen, less clearly.
   if (config.metricsPort !== null && config.metricsPort !== 0 && config.metricsPort === config.port) {
-    throw new ConfigError(`METRICS_PORT must differ from PORT (${config.port}): metrics have a listener of their own`);
+    throw refuse(`METRICS_PORT must differ from PORT (${config.port}): metrics have a listener of their own`, ['METRICS_PORT', 'PORT']);
   }
 }
 
@@ -95,6 +99,14 @@ export function loadSettings(flags: Readonly<Record<string, string | undefined>>
     const source = o === undefined ? undefined : sources[o.env];
     return source?.kind === 'file' ? new ConfigError(`${sourceName(source)}: ${error.message}`) : error;
   };
+  // A refusal about several settings names those the file gave with their lines, after the message.
+  const refuseTogether = (message: string, about: readonly string[]) => {
+    const fromFile = about.flatMap((name) => {
+      const source = sources[name];
+      return source?.kind === 'file' ? [`${name} at ${sourceName(source)}`] : [];
+    });
+    return new ConfigError(fromFile.length === 0 ? message : `${message} (${fromFile.join(', ')})`);
+  };
   try {
     // env: false, since the caller passes the environment (tests pass their own); our strings need no
     // coercion (every schema is a string), so env-schema's shared ajv instance is used as it is.
@@ -105,14 +117,18 @@ export function loadSettings(flags: Readonly<Record<string, string | undefined>>
       const { refusal, option } = refusalOf(error, given);
       throw located(refusal, option);
     }
-    return { config: configOf(raw, located), sources, given, file: file?.name ?? null };
+    return { config: configOf(raw, located, refuseTogether), sources, given, file: file?.name ?? null };
   } catch (error) {
     throw error instanceof ConfigError ? asTyped(error, OPTIONS.filter((o) => flags[o.flag] !== undefined)) : error;
   }
 }
 
 /** The settings from validated raw text: each option's parse, in table order. */
-function configOf(raw: Record<string, unknown>, located: (error: ConfigError, o: OptionInfo) => ConfigError): Config {
+function configOf(
+  raw: Record<string, unknown>,
+  located: (error: ConfigError, o: OptionInfo) => ConfigError,
+  refuseTogether: (message: string, about: readonly string[]) => ConfigError,
+): Config {
   const config: Partial<Record<TableOption['key'], unknown>> = {};
   for (const o of OPTIONS) {
     try {
@@ -122,7 +138,7 @@ function configOf(raw: Record<string, unknown>, located: (error: ConfigError, o:
     }
   }
   // Every key of the table is set just above, each to its parse's type, which is what Config says.
-  checkTogether(config as Config);
+  checkTogether(config as Config, refuseTogether);
   return config as Config;
 }
 

@@ -91,6 +91,19 @@ test('a bad value in the settings file is refused with its file and line; one ov
   );
 });
 
+test('a refusal about two settings names those the settings file gave, with their lines', (t) => {
+  const path = settingsFile(t, 'PORT=9000\nMETRICS_PORT=9000\n# a provider\nJWT_ISSUER=https://idp.example/realms/x\n');
+  const audience = 'JWT_AUDIENCE is required when JWT_ISSUER or JWT_JWKS_URL is set';
+  assert.throws(() => loadSettings({}, { PLANTSTORE_CONFIG: path }), (e: unknown) => e instanceof ConfigError && e.message.startsWith(audience) && e.message.endsWith(` (JWT_ISSUER at ${path}:4)`));
+  const metrics = 'METRICS_PORT must differ from PORT (9000): metrics have a listener of their own';
+  assert.throws(() => loadSettings({}, { PLANTSTORE_CONFIG: path, JWT_AUDIENCE: 'api' }), { message: `${metrics} (METRICS_PORT at ${path}:2, PORT at ${path}:1)` });
+  // Given otherwise, a setting is named as it was given, with no line.
+  assert.throws(() => loadSettings({}, { PLANTSTORE_CONFIG: path, JWT_AUDIENCE: 'api', PORT: '9000' }), { message: `${metrics} (METRICS_PORT at ${path}:2)` });
+  assert.throws(() => loadSettings({ port: '9000' }, { PLANTSTORE_CONFIG: path, JWT_AUDIENCE: 'api' }), {
+    message: `METRICS_PORT must differ from --port (9000): metrics have a listener of their own (METRICS_PORT at ${path}:2)`,
+  });
+});
+
 test('serve logs a refused configuration with the LOG_FORMAT of the settings file', (t) => {
   const path = settingsFile(t, 'LOG_FORMAT=pretty\nPORT=http\n');
   assert.equal(loadLogConfig({}, { PLANTSTORE_CONFIG: path }).logFormat, 'pretty');

@@ -3,9 +3,9 @@ import { lstatSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { spawnServer } from '../helpers/process.js';
+import { spawnServer, type CliResult } from '../helpers/process.js';
 import { ROOT } from '../helpers/markdown.js';
-import { copyCheckout, emptyProject, npm, pack, run, type Packed, type Run } from '../helpers/packages.js';
+import { copyCheckout, emptyProject, npm, pack, run, type Packed } from '../helpers/packages.js';
 
 /**
  * The server as a package: `npm pack` in a copy of the checkout (its prepare script builds dist/ there),
@@ -19,7 +19,7 @@ const base = mkdtempSync(join(tmpdir(), 'plantstore-server-package-'));
 after(() => rmSync(base, { recursive: true, force: true }));
 let packed: Packed;
 let project: string;
-let installed: Run;
+let installed: CliResult;
 
 // Building, packing and compiling better-sqlite3 take minutes on a loaded 2-core machine; each command
 // is bounded on its own, by a guard against hangs (test/helpers/packages.ts), and nothing bounds them

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { ROOT } from './markdown.js';
+import { outputOf, type CliResult } from './process.js';
 
 /**
  * The packages as a user gets them: `npm pack` run for real, in a copy of the checkout, so that its
@@ -13,12 +13,6 @@ import { ROOT } from './markdown.js';
  * same run are importing; then `npm install` of the tarball into an empty project. The npm cache serves
  * what the registry would (--prefer-offline), so a machine that ran `npm ci` installs with no network.
  */
-
-export interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
 
 /**
  * Past this a command counts as hung, so that a run still ends by itself. It is a guard, not a
@@ -28,14 +22,8 @@ export interface Run {
 const COMMAND_TIMEOUT_MS = 30 * 60_000;
 
 /** Runs a command to its end; `env` is added to this process's environment. */
-export async function run(command: string, args: readonly string[], cwd: string, env: Record<string, string> = {}): Promise<Run> {
-  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], timeout: COMMAND_TIMEOUT_MS });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  const [code] = (await once(child, 'close')) as [number | null];
-  return { code, stdout, stderr };
+export async function run(command: string, args: readonly string[], cwd: string, env: Record<string, string> = {}): Promise<CliResult> {
+  return outputOf(spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], timeout: COMMAND_TIMEOUT_MS }));
 }
 
 /**
@@ -43,7 +31,7 @@ export async function run(command: string, args: readonly string[], cwd: string,
  * lower priority: its builds (tsc, a C++ compiler) would otherwise take the CPU from the tests running
  * beside it, some of which measure time.
  */
-export async function npm(args: readonly string[], cwd: string, env: Record<string, string> = {}): Promise<Run> {
+export async function npm(args: readonly string[], cwd: string, env: Record<string, string> = {}): Promise<CliResult> {
   const result = await run('nice', ['-n', '10', 'npm', ...args, '--no-audit', '--no-fund', '--no-update-notifier'], cwd, env);
   assert.equal(result.code, 0, `npm ${args.join(' ')} in ${cwd} failed:\n${result.stdout}\n${result.stderr}`);
   return result;

@@ -51,16 +51,23 @@ export interface RunOptions {
   readonly killSignal?: NodeJS.Signals;
 }
 
+/**
+ * Waits for `child` to end; what it wrote to its piped stdout and stderr, decoded as UTF-8 across chunks
+ * (a character split between two reads arrives whole).
+ */
+export async function outputOf(child: ChildProcess): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const [code] = (await once(child, 'close')) as [number | null];
+  return { code, stdout, stderr };
+}
+
 export async function runCli(
   args: string[], env: Env = {}, cwd?: string, { hangMs = CLI_HANG_MS, killSignal = 'SIGTERM' }: RunOptions = {},
 ): Promise<CliResult> {
-  const child = spawn(process.execPath, [BIN, ...args], { env: environment(env), cwd, stdio: 'pipe', timeout: hangMs, killSignal });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  const [code] = await once(child, 'close');
-  return { code, stdout, stderr };
+  return outputOf(spawn(process.execPath, [BIN, ...args], { env: environment(env), cwd, stdio: 'pipe', timeout: hangMs, killSignal }));
 }
 
 export interface ServerProcess {

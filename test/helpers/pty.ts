@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { BIN, type CliResult } from './process.js';
+import { BIN, outputOf, type CliResult } from './process.js';
 
 /**
  * Runs python3's pty module as the terminal: the command's stderr is a pseudo-terminal 120 columns wide,
@@ -30,11 +29,5 @@ sys.exit(code)
 export async function runCliOnTerminal(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
   const merged = { ...process.env, ...env };
   for (const [key, value] of Object.entries(merged)) if (value === undefined) delete merged[key];
-  const child = spawn('python3', ['-c', TERMINAL, process.execPath, BIN, ...args], { env: merged, stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  const [code] = await once(child, 'close');
-  return { code, stdout, stderr };
+  return outputOf(spawn('python3', ['-c', TERMINAL, process.execPath, BIN, ...args], { env: merged, stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 }));
 }

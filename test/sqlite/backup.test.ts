@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import Database from '../../src/store/sqlite/driver.js';
 import { nextUrl } from '../helpers/app.js';
-import { BIN, runCli, startServer, type CliResult } from '../helpers/process.js';
+import { BIN, outputOf, runCli, startServer, type CliResult } from '../helpers/process.js';
 import { tempDir } from '../helpers/sqlite-spawn.js';
 
 /** Plants of another user, so that the copy has some size (about 6 MB) and takes a moment. */
@@ -135,16 +134,10 @@ test('a backup taken under write load opens, passes integrity_check and holds ev
 
 /** `plantstore backup ARGS` with files limited to `blocks` × 512 bytes: a disk that fills up during the copy. */
 async function backupWithFileLimit(args: string[], env: Record<string, string>, blocks: number): Promise<CliResult> {
-  const child = spawn('sh', ['-c', `ulimit -S -f ${blocks} && exec "$0" "$@"`, process.execPath, BIN, 'backup', ...args], {
+  return outputOf(spawn('sh', ['-c', `ulimit -S -f ${blocks} && exec "$0" "$@"`, process.execPath, BIN, 'backup', ...args], {
     env: { ...process.env, ...env },
     stdio: 'pipe',
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  const [code] = await once(child, 'close');
-  return { code, stdout, stderr };
+  }));
 }
 
 test('a backup that fails while copying (the disk fills up) exits 1 and leaves no file behind', async (t) => {

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { closeSync, existsSync, linkSync, mkdirSync, openSync, statSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { BIN, runCli, startServer } from '../helpers/process.js';
+import { BIN, outputOf, runCli, startServer } from '../helpers/process.js';
 import { tempDir } from '../helpers/sqlite-spawn.js';
 
 const PLANTS = 100;
@@ -67,9 +66,7 @@ test('export refuses the store, its -wal, -shm, -journal and .lock however the p
   delete childEnv.DATABASE_URL;
   const child = spawn(process.execPath, [BIN, 'export'], { cwd: dir, env: childEnv, stdio: ['ignore', fd, 'pipe'] });
   closeSync(fd);
-  let stderr = '';
-  child.stderr?.on('data', (d) => (stderr += d));
-  const [code] = await once(child, 'close');
+  const { code, stderr } = await outputOf(child);
   assert.equal(code, 1, stderr);
   assert.match(stderr, /plantstore: cannot export to stdout: that is the store/);
 

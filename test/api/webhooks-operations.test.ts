@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { assertError, bearer, errorBody, testApp, type TestAppOptions } from '../helpers/app.js';
+import type { FastifyInstance } from 'fastify';
+import { assertError, bearer, testApp, type TestAppOptions } from '../helpers/app.js';
 
 // The operations on one webhook endpoint through the API (PATCH, resend, recover, rotate-secret, test): who
 // may call them, what they answer, and every error row they add. Deliveries: webhooks-operations-delivery.test.ts.

@@ -227,7 +227,6 @@ export async function assertSamePages(store: Store, expected: Store): Promise<vo
   }
 }
 
-/** Asserts the Error body shape and returns it. */
 /** The answer is `status` with an Error body of `code` (and a message matching `message`, when given). */
 export function assertError(res: LightMyRequestResponse, status: number, code: number, message?: RegExp): void {
   assert.equal(res.statusCode, status, res.body);
@@ -236,6 +235,7 @@ export function assertError(res: LightMyRequestResponse, status: number, code: n
   if (message) assert.match(body.message, message);
 }
 
+/** Asserts the Error body shape and returns it. */
 export function errorBody(res: LightMyRequestResponse): { error: number; message: string } {
   const body = res.json() as Record<string, unknown>;
   if (!String(res.headers['content-type']).startsWith('application/json')) {

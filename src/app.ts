@@ -170,7 +170,9 @@ export const plantstore = fp(
 
     registerJsonParser(app, { maxDepth: settings.maxJsonDepth });
     app.setErrorHandler(sendError);
-    app.setNotFoundHandler(notFoundOrNotAllowed(app));
+    const notFound = notFoundOrNotAllowed(app);
+    // The hooks object names preParsing, which Fastify honours but does not declare (see not-found.ts).
+    app.setNotFoundHandler(notFound.hooks as object, notFound.handler);
     // First of all hooks: framing, protocol and URL length checks, before anything reads the request.
     enforceProtocol(app, { maxUrlLength: settings.maxUrlLength });
     securityHeaders(app);

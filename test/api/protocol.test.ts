@@ -131,6 +131,26 @@ test('a method this server does not route, on an existing path, is 405 with Allo
   assert.equal(injected.headers.allow, 'GET, HEAD, POST');
 });
 
+test('a request no route takes is 405 with Allow (or 404) whatever its body: no Content-Type, another, malformed, too large', async (t) => {
+  const { app, token } = await testApp(t, { maxBodySize: 1024 });
+  const alice = await token('alice');
+  const auth = `Authorization: Bearer ${alice}\r\n`;
+  const big = 'x'.repeat(2048);
+  for (const [line, rest, code, allow] of [
+    ['QUERY /plants', '', 40500, 'GET, HEAD, POST'], // RFC 10008 wants a Content-Type on QUERY; Fastify refused it with 400
+    ['QUERY /plants', 'Content-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}', 40500, 'GET, HEAD, POST'],
+    ['PROPFIND /plants', 'Content-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello', 40500, 'GET, HEAD, POST'],
+    ['PROPFIND /plants/1', 'Content-Type: application/json\r\nContent-Length: 1\r\n\r\n{', 40500, 'DELETE'],
+    ['PUT /plants', `Content-Type: application/json\r\nContent-Length: ${big.length}\r\n\r\n${big}`, 40500, 'GET, HEAD, POST'],
+    ['QUERY /nowhere', '', 40400, undefined],
+    ['POST /nowhere', 'Content-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello', 40400, undefined],
+  ] as const) {
+    const answer = onlyAnswer(await raw(app, `${line} HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n${rest || '\r\n'}`));
+    assertErrorAnswer(answer, code, `${line} ${rest.slice(0, 40)}`);
+    assert.equal(answer.headers.allow, allow, line);
+  }
+});
+
 test('a trailing slash names the same resource: /plants/ is the collection, /plants/{id}/ the plant', async (t) => {
   const { app, token } = await testApp(t);
   const alice = await token('alice');

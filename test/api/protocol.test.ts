@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { SECURITY_HEADERS } from '../../src/http/plugins/security-headers.js';
 import { bearer, create, errorBody, list, testApp } from '../helpers/app.js';
 import { answers, onlyAnswer, raw, rawErrorBody, type RawAnswer } from '../helpers/raw-http.js';
@@ -149,6 +150,43 @@ test('a request no route takes is 405 with Allow (or 404) whatever its body: no 
     assertErrorAnswer(answer, code, `${line} ${rest.slice(0, 40)}`);
     assert.equal(answer.headers.allow, allow, line);
   }
+});
+
+test('a request body with a Content-Encoding other than identity is 415 41500 with Accept-Encoding: identity, and nothing is stored', async (t) => {
+  const { app, token } = await testApp(t);
+  const alice = await token('alice');
+  const post = (coding: string, body: Buffer) =>
+    raw(app, Buffer.concat([
+      Buffer.from(`POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice}\r\nContent-Type: application/json\r\n` +
+        `${coding}Content-Length: ${body.length}\r\nConnection: close\r\n\r\n`),
+      body,
+    ]).toString('latin1'));
+  const plant = Buffer.from('{"id":1,"name":"Monstera"}');
+  for (const [coding, body] of [
+    ['Content-Encoding: gzip\r\n', gzipSync(plant)], // was read as raw bytes: 40001, not UTF-8
+    ['Content-Encoding: br\r\n', plant], // was accepted as if unencoded
+    ['Content-Encoding: br\r\n', brotliCompressSync(plant)],
+    ['Content-Encoding: identity, gzip\r\n', gzipSync(plant)],
+    ['Content-Encoding: GZIP\r\n', plant],
+  ] as const) {
+    const answer = onlyAnswer(await post(coding, body));
+    assertErrorAnswer(answer, 41500, coding);
+    assert.equal(answer.headers['accept-encoding'], 'identity', coding);
+    assert.match(rawErrorBody(answer).message, /Content-Encoding/, coding);
+  }
+  assert.equal((await list(app, alice)).body, '[]', 'nothing stored');
+  // The same refusal on every operation that reads a body (here PATCH), before the body is parsed.
+  const patch = await app.inject({
+    method: 'PATCH', url: '/webhooks/ep_AAAAAAAAAAAAAAAAAAAAAA',
+    headers: { ...bearer(alice), 'content-type': 'application/json', 'content-encoding': 'deflate' }, payload: '{',
+  });
+  assert.equal(errorBody(patch).error, 41500);
+  // identity is no coding at all (RFC 9110 §8.4.1), and a request without a body has nothing encoded.
+  assert.equal(onlyAnswer(await post('Content-Encoding: identity\r\n', plant)).status, 200);
+  const bodiless = await app.inject({ method: 'GET', url: '/plants', headers: { ...bearer(alice), 'content-encoding': 'gzip' } });
+  assert.equal(bodiless.statusCode, 200);
+  const deleted = await app.inject({ method: 'DELETE', url: '/plants/1', headers: { ...bearer(alice), 'content-encoding': 'gzip' } });
+  assert.equal(deleted.statusCode, 204);
 });
 
 test('a trailing slash names the same resource: /plants/ is the collection, /plants/{id}/ the plant', async (t) => {

@@ -25,6 +25,11 @@ export function registerJsonParser(app: FastifyInstance, { maxDepth }: { maxDept
       done(null, undefined);
       return;
     }
+    const coding = request.headers['content-encoding'];
+    if (coding !== undefined && !onlyIdentity(coding)) {
+      done(new ApiError(ERRORS.unsupportedMediaType, `${ERRORS.unsupportedMediaType.message}; got Content-Encoding ${coding}`, ACCEPT_IDENTITY));
+      return;
+    }
     const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase();
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       done(new ApiError(ERRORS.unsupportedMediaType, `${ERRORS.unsupportedMediaType.message}; got charset ${charset}`));
@@ -35,6 +40,21 @@ export function registerJsonParser(app: FastifyInstance, { maxDepth }: { maxDept
     } catch (error) {
       done(error as Error);
     }
+  });
+}
+
+/**
+ * This server decodes no content coding: a body is read as it arrives, so gzip bytes would be refused as
+ * JSON that is not UTF-8 and a `br` label on a plain body ignored. RFC 9110 §8.4: a coding the server does
+ * not accept may be answered 415, with Accept-Encoding saying what it takes (§15.5.16): no coding.
+ */
+const ACCEPT_IDENTITY = { 'accept-encoding': 'identity' };
+
+/** Whether a Content-Encoding names no coding: `identity` (RFC 9110 §8.4.1), in any case, or nothing. */
+function onlyIdentity(coding: string): boolean {
+  return coding.split(',').every((c) => {
+    const name = c.trim().toLowerCase();
+    return name === '' || name === 'identity';
   });
 }
 

@@ -116,6 +116,17 @@ test('an answer already sent is never followed by a second one when the rest of 
   assert.equal(all[0]?.status, 401);
 });
 
+test('a chunked body is 413 41300 as soon as more than MAX_BODY_SIZE of it has arrived, whatever its chunks announce', async (t) => {
+  const { app, token } = await testApp(t, { maxBodySize: 1024, requestTimeoutMs: 60_000 });
+  const alice = await token('alice');
+  const head = `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
+  for (const body of [`FFFFFFFF\r\n${'x'.repeat(1500)}`, `200\r\n${'x'.repeat(512)}\r\n200\r\n${'x'.repeat(512)}\r\n1\r\nx`]) {
+    // Not when the request timeout ends the connection (60 s here, then a 408).
+    const answer = onlyAnswer(await raw(app, head + body, { waitMs: 30_000 }));
+    assertErrorAnswer(answer, 41300, body.slice(0, 12));
+  }
+});
+
 test('a method this server does not route, on an existing path, is 405 with Allow; elsewhere 404', async (t) => {
   const { app, token } = await testApp(t);
   const alice = await token('alice');

@@ -161,6 +161,11 @@ test('a request no route takes is 405 with Allow (or 404) whatever its body: no 
     assertErrorAnswer(answer, code, `${line} ${rest.slice(0, 40)}`);
     assert.equal(answer.headers.allow, allow, line);
   }
+  // The body left unread is skipped, never taken for the next request on the connection.
+  const inside = 'DELETE /plants/1 HTTP/1.1\r\nHost: x\r\n\r\n';
+  const next = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n';
+  const both = answers(await raw(app, `QUERY /plants HTTP/1.1\r\nHost: x\r\nContent-Length: ${inside.length}\r\n\r\n${inside}${next}`));
+  assert.deepEqual(both.map((a) => a.status), [405, 200]);
 });
 
 test('a request body with a Content-Encoding other than identity is 415 41500 with Accept-Encoding: identity, and nothing is stored', async (t) => {

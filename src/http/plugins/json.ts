@@ -44,19 +44,13 @@ export function registerJsonParser(app: FastifyInstance, { maxDepth }: { maxDept
 }
 
 /**
- * This server decodes no content coding: a body is read as it arrives, so gzip bytes would be refused as
- * JSON that is not UTF-8 and a `br` label on a plain body ignored. RFC 9110 §8.4: a coding the server does
- * not accept may be answered 415, with Accept-Encoding saying what it takes (§15.5.16): no coding.
+ * No content coding is decoded: gzip bytes would be read as JSON, a `br` label on a plain body ignored.
+ * RFC 9110 §8.4 allows 415 for a coding not accepted, and §15.5.16 says to name what is: no coding.
  */
 const ACCEPT_IDENTITY = { 'accept-encoding': 'identity' };
 
-/** Whether a Content-Encoding names no coding: `identity` (RFC 9110 §8.4.1), in any case, or nothing. */
-function onlyIdentity(coding: string): boolean {
-  return coding.split(',').every((c) => {
-    const name = c.trim().toLowerCase();
-    return name === '' || name === 'identity';
-  });
-}
+/** Whether a Content-Encoding names no coding: only `identity` (RFC 9110 §8.4.1), in any case, or nothing. */
+const onlyIdentity = (coding: string): boolean => coding.split(',').every((c) => /^\s*(identity)?\s*$/i.test(c));
 
 export function parseJson(bytes: Buffer, maxDepth: number): unknown {
   if (bytes.length === 0) throw new ApiError(ERRORS.malformedJson, 'The request body is empty');

@@ -53,6 +53,7 @@ test('every row of the error table is produced by some request, with the Error b
     [ERRORS.unsupportedMediaType, { method: 'POST', url: '/plants', headers: { ...bearer(alice), 'content-type': 'text/plain' }, payload: '{"id":4,"name":"c"}' }],
     [ERRORS.unsupportedMediaType, { method: 'POST', url: '/plants', headers: { ...bearer(alice), 'content-type': 'application/json; charset=latin1' }, payload: '{"id":4,"name":"c"}' }],
     [ERRORS.unsupportedMediaType, { method: 'POST', url: '/plants', headers: { ...bearer(alice), 'content-type': 'application/x-www-form-urlencoded' }, payload: 'id=4&name=c' }],
+    [ERRORS.unsupportedMediaType, { method: 'POST', url: '/plants', headers: { ...bearer(alice), ...json, 'content-encoding': 'gzip' }, payload: '{"id":4,"name":"c"}' }],
     [ERRORS.invalidWebhook, { method: 'POST', url: '/webhooks', headers: { ...bearer(alice), ...json }, payload: '{"url":"ftp://files.example/"}' }],
     [ERRORS.privateDestination, { method: 'POST', url: '/webhooks', headers: { ...bearer(alice), ...json }, payload: '{"url":"http://127.0.0.1/"}' }],
     [ERRORS.webhookNotFound, { method: 'DELETE', url: '/webhooks/ep_AAAAAAAAAAAAAAAAAAAAAA', headers: bearer(alice) }],

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { SECURITY_HEADERS } from '../../src/http/plugins/security-headers.js';
 import { bearer, create, errorBody, list, testApp } from '../helpers/app.js';
 import { answers, onlyAnswer, raw, rawErrorBody, type RawAnswer } from '../helpers/raw-http.js';
@@ -115,6 +116,17 @@ test('an answer already sent is never followed by a second one when the rest of 
   assert.equal(all[0]?.status, 401);
 });
 
+test('a chunked body is 413 41300 as soon as more than MAX_BODY_SIZE of it has arrived, whatever its chunks announce', async (t) => {
+  const { app, token } = await testApp(t, { maxBodySize: 1024, requestTimeoutMs: 60_000 });
+  const alice = await token('alice');
+  const head = `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
+  for (const body of [`FFFFFFFF\r\n${'x'.repeat(1500)}`, `200\r\n${'x'.repeat(512)}\r\n200\r\n${'x'.repeat(512)}\r\n1\r\nx`]) {
+    // Not when the request timeout ends the connection (60 s here, then a 408).
+    const answer = onlyAnswer(await raw(app, head + body, { waitMs: 30_000 }));
+    assertErrorAnswer(answer, 41300, body.slice(0, 12));
+  }
+});
+
 test('a method this server does not route, on an existing path, is 405 with Allow; elsewhere 404', async (t) => {
   const { app, token } = await testApp(t);
   const alice = await token('alice');
@@ -129,6 +141,68 @@ test('a method this server does not route, on an existing path, is 405 with Allo
   const injected = await app.inject({ method: 'PROPFIND' as 'GET', url: '/plants', headers: bearer(alice) });
   assert.equal(injected.statusCode, 405);
   assert.equal(injected.headers.allow, 'GET, HEAD, POST');
+});
+
+test('a request no route takes is 405 with Allow (or 404) whatever its body: no Content-Type, another, malformed, too large', async (t) => {
+  const { app, token } = await testApp(t, { maxBodySize: 1024 });
+  const alice = await token('alice');
+  const auth = `Authorization: Bearer ${alice}\r\n`;
+  const big = 'x'.repeat(2048);
+  for (const [line, rest, code, allow] of [
+    ['QUERY /plants', '', 40500, 'GET, HEAD, POST'], // RFC 10008 wants a Content-Type on QUERY; Fastify refused it with 400
+    ['QUERY /plants', 'Content-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}', 40500, 'GET, HEAD, POST'],
+    ['PROPFIND /plants', 'Content-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello', 40500, 'GET, HEAD, POST'],
+    ['PROPFIND /plants/1', 'Content-Type: application/json\r\nContent-Length: 1\r\n\r\n{', 40500, 'DELETE'],
+    ['PUT /plants', `Content-Type: application/json\r\nContent-Length: ${big.length}\r\n\r\n${big}`, 40500, 'GET, HEAD, POST'],
+    ['QUERY /nowhere', '', 40400, undefined],
+    ['POST /nowhere', 'Content-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello', 40400, undefined],
+  ] as const) {
+    const answer = onlyAnswer(await raw(app, `${line} HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n${rest || '\r\n'}`));
+    assertErrorAnswer(answer, code, `${line} ${rest.slice(0, 40)}`);
+    assert.equal(answer.headers.allow, allow, line);
+  }
+  // The body left unread is skipped, never taken for the next request on the connection.
+  const inside = 'DELETE /plants/1 HTTP/1.1\r\nHost: x\r\n\r\n';
+  const next = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n';
+  const both = answers(await raw(app, `QUERY /plants HTTP/1.1\r\nHost: x\r\nContent-Length: ${inside.length}\r\n\r\n${inside}${next}`));
+  assert.deepEqual(both.map((a) => a.status), [405, 200]);
+});
+
+test('a request body with a Content-Encoding other than identity is 415 41500 with Accept-Encoding: identity, and nothing is stored', async (t) => {
+  const { app, token } = await testApp(t);
+  const alice = await token('alice');
+  const post = (coding: string, body: Buffer) =>
+    raw(app, Buffer.concat([
+      Buffer.from(`POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice}\r\nContent-Type: application/json\r\n` +
+        `${coding}Content-Length: ${body.length}\r\nConnection: close\r\n\r\n`),
+      body,
+    ]).toString('latin1'));
+  const plant = Buffer.from('{"id":1,"name":"Monstera"}');
+  for (const [coding, body] of [
+    ['Content-Encoding: gzip\r\n', gzipSync(plant)], // was read as raw bytes: 40001, not UTF-8
+    ['Content-Encoding: br\r\n', plant], // was accepted as if unencoded
+    ['Content-Encoding: br\r\n', brotliCompressSync(plant)],
+    ['Content-Encoding: identity, gzip\r\n', gzipSync(plant)],
+    ['Content-Encoding: GZIP\r\n', plant],
+  ] as const) {
+    const answer = onlyAnswer(await post(coding, body));
+    assertErrorAnswer(answer, 41500, coding);
+    assert.equal(answer.headers['accept-encoding'], 'identity', coding);
+    assert.match(rawErrorBody(answer).message, /Content-Encoding/, coding);
+  }
+  assert.equal((await list(app, alice)).body, '[]', 'nothing stored');
+  // The same refusal on every operation that reads a body (here PATCH), before the body is parsed.
+  const patch = await app.inject({
+    method: 'PATCH', url: '/webhooks/ep_AAAAAAAAAAAAAAAAAAAAAA',
+    headers: { ...bearer(alice), 'content-type': 'application/json', 'content-encoding': 'deflate' }, payload: '{',
+  });
+  assert.equal(errorBody(patch).error, 41500);
+  // identity is no coding at all (RFC 9110 §8.4.1), and a request without a body has nothing encoded.
+  assert.equal(onlyAnswer(await post('Content-Encoding: identity\r\n', plant)).status, 200);
+  const bodiless = await app.inject({ method: 'GET', url: '/plants', headers: { ...bearer(alice), 'content-encoding': 'gzip' } });
+  assert.equal(bodiless.statusCode, 200);
+  const deleted = await app.inject({ method: 'DELETE', url: '/plants/1', headers: { ...bearer(alice), 'content-encoding': 'gzip' } });
+  assert.equal(deleted.statusCode, 204);
 });
 
 test('a trailing slash names the same resource: /plants/ is the collection, /plants/{id}/ the plant', async (t) => {

@@ -78,6 +78,20 @@ test('CORS with configured origins answers those origins only, and exposes Link 
   assert.ok(page.headers.link);
 });
 
+test('with CORS on, a preflight allows every method an operation of /openapi.json uses (PATCH included)', async (t) => {
+  const { app } = await testApp(t, { corsOrigins: ['https://app.example'] });
+  const paths = (await app.inject({ method: 'GET', url: '/openapi.json' })).json().paths as Record<string, Record<string, unknown>>;
+  const used = new Set(Object.values(paths).flatMap((operations) => Object.keys(operations).map((m) => m.toUpperCase())));
+  assert.ok(used.has('PATCH') && used.has('DELETE'), [...used].join());
+  const preflight = await app.inject({
+    method: 'OPTIONS', url: '/webhooks/wh_x',
+    headers: { origin: 'https://app.example', 'access-control-request-method': 'PATCH', 'access-control-request-headers': 'authorization, content-type' },
+  });
+  assert.equal(preflight.statusCode, 204);
+  const allowed = new Set(String(preflight.headers['access-control-allow-methods']).split(/,\s*/));
+  for (const method of used) assert.ok(allowed.has(method), `${method} is not in ${preflight.headers['access-control-allow-methods']}`);
+});
+
 test('tokens never reach the log: valid, invalid, refused, failed, with access logging on', async (t) => {
   const logs = new PassThrough();
   let logged = '';

@@ -148,6 +148,12 @@ test('rotate-secret: a new secret once, the previous one signing for the overlap
     assertError(await rotate({ overlap }), 400, 40008, /overlap/);
   }
   assertError(await rotate('{"overlap":'), 400, 40001);
+  // Only a body left out stands for {}: a JSON null (or any non-object) is refused, as recover and PATCH refuse it.
+  for (const body of ['null', '[]', '"x"', '0']) {
+    assertError(await rotate(body), 400, 40008, /body must be object/);
+    assertError(await call(app, alice, 'POST', `/webhooks/${id}/recover`, body), 400, 40008, /body must be object/);
+    assertError(await call(app, alice, 'PATCH', `/webhooks/${id}`, body), 400, 40005, /body must be object/);
+  }
 });
 
 test('resend: 404 40404 for an event the endpoint does not have; recover: since must be an RFC 3339 time (400 40008)', async (t) => {

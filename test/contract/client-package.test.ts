@@ -135,7 +135,11 @@ const missing = chromiumMissing();
 const skip = missing && process.env.CI !== 'true' ? `${CHROMIUM} is missing: apt-get install chromium (CI installs it and fails without it)` : false;
 if (skip) console.warn(`SKIPPED the client's browser test: ${skip}`);
 
-/** The page: the installed package's dist/ named by an import map, used against the API given in the query. */
+/**
+ * The page: the installed package's dist/ named by an import map, used against the API given in the query.
+ * One call of each method the client sends (GET, POST, DELETE, PATCH): each needs the server's CORS
+ * preflight to allow it, and a browser refuses a method left out with no answer to read.
+ */
 const PAGE = `<!doctype html>
 <script type="importmap">{ "imports": { "@plantstore/client": "/client/index.js" } }</script>
 <script type="module">
@@ -148,6 +152,7 @@ try {
   for await (const plant of plants.list({ limit: 1 })) seen.listed.push(plant.name);
   await plants.delete('9007199254740993');
   try { await plants.delete(9007199254740993n); } catch (e) { seen.error = [e instanceof PlantStoreError, e.status, e.error]; }
+  seen.updated = (await plants.updateWebhook(query.get('webhook'), { description: 'from the page' })).description;
   window.seen = seen;
 } catch (e) {
   window.seen = { failed: String(e) };
@@ -175,24 +180,36 @@ test('in Chromium, a page served on loopback imports the installed client and ca
   await new Promise((resolve) => pages.once('listening', resolve));
   const origin = `http://127.0.0.1:${(pages.address() as AddressInfo).port}`;
   // The API on another port is another origin: the server must allow the page's (CORS_ORIGINS).
-  const { url, token, responses } = await served(t, { corsOrigins: [origin] });
+  const { app, url, token, responses, events } = await served(t, { corsOrigins: [origin], webhookAllowPrivate: true });
   const browser = await launchChromium();
   t.after(() => browser.close());
   const context = await browser.newContext();
   const problems: string[] = [];
-  await context.route((u) => u.hostname !== '127.0.0.1', async (route) => {
-    problems.push(`request off the machine: ${route.request().url()}`);
-    await route.abort('blockedbyclient');
-  });
   const page = await context.newPage();
+  // Watched, not routed: with a route set, Playwright answers Chromium's CORS preflights itself, allowing
+  // everything, so the server's preflight would never be tried. The page talks to loopback only.
+  page.on('request', (r) => {
+    if (new URL(r.url()).hostname !== '127.0.0.1') problems.push(`request off the machine: ${r.url()}`);
+  });
+  page.on('requestfailed', (r) => problems.push(`failed request: ${r.method()} ${r.url()}: ${r.failure()?.errorText ?? ''}`));
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   page.on('console', (m) => {
     // The 404 the page provokes on purpose is reported by Chromium as a failed resource load.
     if (m.type() === 'error' && !/status of 404/.test(m.text())) problems.push(`console error: ${m.text()}`);
   });
-  await page.goto(`${origin}/?${new URLSearchParams({ api: url, token: await token('alice') })}`);
+  const alice = await token('alice');
+  const registered = await app.inject({
+    method: 'POST', url: '/webhooks', headers: { authorization: `Bearer ${alice}` }, payload: { url: 'https://hooks.example/plants' },
+  });
+  assert.equal(registered.statusCode, 201, registered.body);
+  await page.goto(`${origin}/?${new URLSearchParams({ api: url, token: alice, webhook: registered.json().id })}`);
   const seen = await (await page.waitForFunction('window.seen', undefined, { timeout: 60_000 })).jsonValue();
-  assert.deepEqual(seen, { created: { name: 'Monstera', tag: 'indoor' }, listed: ['Monstera', 'Fern'], error: [true, 404, 40401] });
+  assert.deepEqual(seen, {
+    created: { name: 'Monstera', tag: 'indoor' }, listed: ['Monstera', 'Fern'], error: [true, 404, 40401], updated: 'from the page',
+  });
   assert.deepEqual(responses('DELETE'), [204, 404], 'the exact id past 2^53 reached the server');
+  console.log(JSON.stringify(events.filter((e) => e.phase === 'response')));
+  assert.deepEqual(responses('PATCH'), [200]);
+  assert.ok(responses('OPTIONS').length > 0, 'the browser asked the server, not a stand-in, whether it may call it');
   assert.deepEqual(problems, []);
 });

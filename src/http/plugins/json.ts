@@ -25,6 +25,11 @@ export function registerJsonParser(app: FastifyInstance, { maxDepth }: { maxDept
       done(null, undefined);
       return;
     }
+    const coding = request.headers['content-encoding'];
+    if (coding !== undefined && !onlyIdentity(coding)) {
+      done(new ApiError(ERRORS.unsupportedMediaType, `${ERRORS.unsupportedMediaType.message}; got Content-Encoding ${coding}`, ACCEPT_IDENTITY));
+      return;
+    }
     const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase();
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       done(new ApiError(ERRORS.unsupportedMediaType, `${ERRORS.unsupportedMediaType.message}; got charset ${charset}`));
@@ -37,6 +42,15 @@ export function registerJsonParser(app: FastifyInstance, { maxDepth }: { maxDept
     }
   });
 }
+
+/**
+ * No content coding is decoded: gzip bytes would be read as JSON, a `br` label on a plain body ignored.
+ * RFC 9110 §8.4 allows 415 for a coding not accepted, and §15.5.16 says to name what is: no coding.
+ */
+const ACCEPT_IDENTITY = { 'accept-encoding': 'identity' };
+
+/** Whether a Content-Encoding names no coding: only `identity` (RFC 9110 §8.4.1), in any case, or nothing. */
+const onlyIdentity = (coding: string): boolean => coding.split(',').every((c) => /^\s*(identity)?\s*$/i.test(c));
 
 export function parseJson(bytes: Buffer, maxDepth: number): unknown {
   if (bytes.length === 0) throw new ApiError(ERRORS.malformedJson, 'The request body is empty');

@@ -146,9 +146,10 @@ export const webhookOperationRoutes: FastifyPluginAsyncTypebox<WebhookOperationR
     '/webhooks/:id/rotate-secret',
     {
       onRequest: guard,
-      // The body may be left out: validated as the empty object it stands for (ajv refuses undefined).
+      // The body may be left out: validated as the empty object it stands for (ajv refuses undefined). Only
+      // left out: a JSON null is a body, which the schema refuses as recover and PATCH refuse it.
       preValidation: (request: { body: unknown }, _reply: unknown, done: () => void) => {
-        request.body ??= {};
+        if (request.body === undefined) request.body = {};
         done();
       },
       config: { invalidBody: ERRORS.invalidWebhookOperation },

@@ -1,8 +1,8 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { once } from 'node:events';
-import { chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, chownSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TestContext } from 'node:test';
 import { testDatabase } from './app.js';
@@ -41,16 +41,32 @@ export interface ServeOptions {
   readonly fileSizeBlocks?: number;
 }
 
+/**
+ * How `as` runs this checkout's `bin/plantstore.js`: through a descriptor of the checkout's folder that
+ * this process (root) opens and the server inherits as fd 3. A checkout cloned inside a private folder
+ * (mode 700, as `mktemp -d` and home folders are) cannot be reached by another user along its path, but
+ * the kernel follows /proc/self/fd/3 straight to the folder, checking only the folders below it. Node
+ * must keep that path rather than resolve it to the real one (which nobody cannot reach): hence
+ * --preserve-symlinks, for the main module and for what it imports. No copy, and the user's folders
+ * stay as they are.
+ */
+const CHECKOUT = dirname(dirname(BIN));
+const THROUGH_FD = ['--preserve-symlinks', '--preserve-symlinks-main', join('/proc/self/fd/3', relative(CHECKOUT, BIN))];
+
 /** `plantstore serve --port 0`, like test/helpers/process.ts spawnServer, as another user or with a file size limit. */
 export function serve(t: TestContext, env: Record<string, string>, { as, fileSizeBlocks }: ServeOptions = {}): Served {
-  const args = [BIN, 'serve', '--port', '0'];
+  const args = [...(as ? THROUGH_FD : [BIN]), 'serve', '--port', '0'];
   const environment = { ...process.env, LOG_LEVEL: 'info', ...env };
+  const checkout = as ? openSync(CHECKOUT, 'r') : undefined;
+  const stdio: StdioOptions = ['pipe', 'pipe', 'pipe', ...(checkout === undefined ? [] : [checkout])];
   // sh's ulimit sets the limit for the process it then becomes (exec); Node ignores SIGXFSZ, so a write
   // past the limit fails with EFBIG instead of killing the process.
-  const child =
+  const child: ChildProcess =
     fileSizeBlocks === undefined
-      ? spawn(process.execPath, args, { env: environment, stdio: 'pipe', ...as })
-      : spawn('sh', ['-c', `ulimit -S -f ${fileSizeBlocks} && exec "$0" "$@"`, process.execPath, ...args], { env: environment, stdio: 'pipe', ...as });
+      ? spawn(process.execPath, args, { env: environment, stdio, ...as })
+      : spawn('sh', ['-c', `ulimit -S -f ${fileSizeBlocks} && exec "$0" "$@"`, process.execPath, ...args], { env: environment, stdio, ...as });
+  // The server holds its own copy of the descriptor from here on.
+  if (checkout !== undefined) closeSync(checkout);
   let out = '';
   child.stdout?.on('data', (d) => (out += d));
   child.stderr?.on('data', (d) => (out += d));

@@ -42,31 +42,32 @@ export interface ServeOptions {
 }
 
 /**
- * How `as` runs this checkout's `bin/plantstore.js`: through a descriptor of the checkout's folder that
- * this process (root) opens and the server inherits as fd 3. A checkout cloned inside a private folder
- * (mode 700, as `mktemp -d` and home folders are) cannot be reached by another user along its path, but
- * the kernel follows /proc/self/fd/3 straight to the folder, checking only the folders below it. Node
- * must keep that path rather than resolve it to the real one (which nobody cannot reach): hence
- * --preserve-symlinks, for the main module and for what it imports. No copy, and the user's folders
- * stay as they are.
+ * How `as` runs node and this checkout's `bin/plantstore.js` when another user may not reach them along
+ * their paths (a checkout cloned inside a private folder, mode 700, as `mktemp -d` and home folders are;
+ * node installed under a home folder): this process (root) opens node and the checkout's folder, the
+ * server inherits them as fds 4 and 3, and the kernel follows /proc/self/fd/N straight to what it
+ * names, checking only the folders below it. Node must keep those paths rather than resolve them to the
+ * real ones (which the other user cannot reach): hence --preserve-symlinks, for the main module and for
+ * what it imports. No copy, and nobody's folders change mode.
  */
 const CHECKOUT = dirname(dirname(BIN));
-const THROUGH_FD = ['--preserve-symlinks', '--preserve-symlinks-main', join('/proc/self/fd/3', relative(CHECKOUT, BIN))];
+const NODE = '/proc/self/fd/4';
+const THROUGH_FDS = ['--preserve-symlinks', '--preserve-symlinks-main', join('/proc/self/fd/3', relative(CHECKOUT, BIN))];
 
 /** `plantstore serve --port 0`, like test/helpers/process.ts spawnServer, as another user or with a file size limit. */
 export function serve(t: TestContext, env: Record<string, string>, { as, fileSizeBlocks }: ServeOptions = {}): Served {
-  const args = [...(as ? THROUGH_FD : [BIN]), 'serve', '--port', '0'];
+  const [node, args] = as ? [NODE, [...THROUGH_FDS, 'serve', '--port', '0']] : [process.execPath, [BIN, 'serve', '--port', '0']];
   const environment = { ...process.env, LOG_LEVEL: 'info', ...env };
-  const checkout = as ? openSync(CHECKOUT, 'r') : undefined;
-  const stdio: StdioOptions = ['pipe', 'pipe', 'pipe', ...(checkout === undefined ? [] : [checkout])];
+  const fds = as ? [openSync(CHECKOUT, 'r'), openSync(process.execPath, 'r')] : [];
+  const stdio: StdioOptions = ['pipe', 'pipe', 'pipe', ...fds];
   // sh's ulimit sets the limit for the process it then becomes (exec); Node ignores SIGXFSZ, so a write
   // past the limit fails with EFBIG instead of killing the process.
   const child: ChildProcess =
     fileSizeBlocks === undefined
-      ? spawn(process.execPath, args, { env: environment, stdio, ...as })
-      : spawn('sh', ['-c', `ulimit -S -f ${fileSizeBlocks} && exec "$0" "$@"`, process.execPath, ...args], { env: environment, stdio, ...as });
-  // The server holds its own copy of the descriptor from here on.
-  if (checkout !== undefined) closeSync(checkout);
+      ? spawn(node, args, { env: environment, stdio, ...as })
+      : spawn('sh', ['-c', `ulimit -S -f ${fileSizeBlocks} && exec "$0" "$@"`, node, ...args], { env: environment, stdio, ...as });
+  // The server holds its own copies of the descriptors from here on.
+  for (const fd of fds) closeSync(fd);
   let out = '';
   child.stdout?.on('data', (d) => (out += d));
   child.stderr?.on('data', (d) => (out += d));

@@ -36,6 +36,24 @@ test('every shell and JavaScript example is run, saved as a file to run, or says
   assert.deepEqual(problems, []);
 });
 
+test('a command that serves in the foreground ends its block: typed in a terminal it keeps the terminal, so what follows it in the block would not run', () => {
+  const problems: string[] = [];
+  for (const page of pages) {
+    for (const block of page.blocks.filter(isShell)) {
+      // Commands, a line continued with \ joined to the next; comments and output are not commands.
+      const commands = block.text
+        .replace(/\\\n/g, ' ')
+        .split('\n')
+        .filter((line) => line.trim() !== '' && !line.trim().startsWith('#'));
+      commands.forEach((command, i) => {
+        const serves = /(^|[\s;&(])(npm start|(npx )?plantstore serve)\b/.test(command) && !/&\s*(#.*)?$/.test(command);
+        if (serves && i < commands.length - 1) problems.push(`${block.at}: "${command.trim()}" is followed by "${commands[i + 1]!.trim()}"`);
+      });
+    }
+  }
+  assert.deepEqual(problems, []);
+});
+
 test('the examples that run reach nothing but this machine', () => {
   const problems: string[] = [];
   for (const page of pages) {

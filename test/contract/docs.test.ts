@@ -29,7 +29,7 @@ for (const table of TABLES) {
 }
 
 test('the README gives the set-up commands CI runs, and stays short', () => {
-  assert.match(section(readme, 'Set up'), /npm install && npm start/);
+  assert.match(section(readme, 'Set up'), /^npm install\s/m);
   assert.match(section(readme, 'Set up'), /npm test/);
   const lines = readme.split('\n').length - 1;
   assert.ok(lines <= 250, `README.md has ${lines} lines; at most 250 (the rest belongs under docs/)`);

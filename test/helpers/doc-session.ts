@@ -85,7 +85,7 @@ export class DocSession {
   readonly #shell: ChildProcessWithoutNullStreams;
   readonly #dir: string;
   readonly #env: Readonly<Record<string, string>>;
-  readonly #backgrounds: Array<{ pid: number; log: string }> = [];
+  readonly #backgrounds: Array<{ pid: number; log: string; ended: boolean }> = [];
   readonly #exit: Promise<number | null>;
   #out = '';
   #err = '';
@@ -138,9 +138,11 @@ export class DocSession {
   /** Runs `commands` as in another terminal and waits until `url` (expanded from the environment) answers. */
   async background(commands: string, url: string): Promise<void> {
     const log = join(this.#dir, '..', 'logs', `background-${this.#backgrounds.length + 1}.log`);
-    const { stdout } = await this.run(`(\n${commands}\n) < /dev/null > '${log}' 2>&1 &\necho "$!"`);
+    // Job control (set -m) for this one job: it gets a process group of its own, as in a terminal of its
+    // own, so that interrupt() can stop it and all it started, and nothing else.
+    const { stdout } = await this.run(`set -m\n(\n${commands}\n) < /dev/null > '${log}' 2>&1 &\necho "$!"\nset +m`);
     const pid = Number(stdout.trim());
-    this.#backgrounds.push({ pid, log });
+    this.#backgrounds.push({ pid, log, ended: false });
     const target = expand(url, this.#env);
     const deadline = Date.now() + STEP_TIMEOUT_MS;
     // Polled: nothing tells when another process starts listening but its answer.
@@ -161,16 +163,34 @@ export class DocSession {
     writeFileSync(join(this.#dir, name), `${text}\n`);
   }
 
+  /**
+   * What a reader does with Ctrl-C in each other terminal before going on to a page that starts its own
+   * server: every background block is stopped (SIGTERM: servers drain and exit, then SIGKILL for what is
+   * left). Their logs stay for diagnostics().
+   */
+  async interrupt(): Promise<void> {
+    await this.#end(this.#backgrounds.filter((b) => !b.ended));
+  }
+
   /** Ends the shell and everything it started: SIGTERM (servers drain and exit), then SIGKILL for what is left. */
   async stop(): Promise<void> {
     const group = -this.#shell.pid!;
     signal(group, 'SIGTERM');
     await this.#exit;
+    await this.#end(this.#backgrounds.filter((b) => !b.ended));
+    signal(group, 'SIGKILL');
+  }
+
+  async #end(backgrounds: Array<{ pid: number; ended: boolean }>): Promise<void> {
+    for (const { pid } of backgrounds) signal(-pid, 'SIGTERM');
     const deadline = Date.now() + 20_000;
-    while (Date.now() < deadline && this.#backgrounds.some(({ pid }) => alive(pid))) {
+    while (Date.now() < deadline && backgrounds.some(({ pid }) => alive(pid))) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    signal(group, 'SIGKILL');
+    for (const background of backgrounds) {
+      signal(-background.pid, 'SIGKILL');
+      background.ended = true;
+    }
   }
 
   /** Resolves once `done()` holds, checked as the shell writes; rejects if the shell ends first or time runs out. */

@@ -1,8 +1,8 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { once } from 'node:events';
-import { chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, chownSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TestContext } from 'node:test';
 import { testDatabase } from './app.js';
@@ -41,16 +41,33 @@ export interface ServeOptions {
   readonly fileSizeBlocks?: number;
 }
 
+/**
+ * How `as` runs node and this checkout's `bin/plantstore.js` when another user may not reach them along
+ * their paths (a checkout cloned inside a private folder, mode 700, as `mktemp -d` and home folders are;
+ * node installed under a home folder): this process (root) opens node and the checkout's folder, the
+ * server inherits them as fds 4 and 3, and the kernel follows /proc/self/fd/N straight to what it
+ * names, checking only the folders below it. Node must keep those paths rather than resolve them to the
+ * real ones (which the other user cannot reach): hence --preserve-symlinks, for the main module and for
+ * what it imports. No copy, and nobody's folders change mode.
+ */
+const CHECKOUT = dirname(dirname(BIN));
+const NODE = '/proc/self/fd/4';
+const THROUGH_FDS = ['--preserve-symlinks', '--preserve-symlinks-main', join('/proc/self/fd/3', relative(CHECKOUT, BIN))];
+
 /** `plantstore serve --port 0`, like test/helpers/process.ts spawnServer, as another user or with a file size limit. */
 export function serve(t: TestContext, env: Record<string, string>, { as, fileSizeBlocks }: ServeOptions = {}): Served {
-  const args = [BIN, 'serve', '--port', '0'];
+  const [node, args] = as ? [NODE, [...THROUGH_FDS, 'serve', '--port', '0']] : [process.execPath, [BIN, 'serve', '--port', '0']];
   const environment = { ...process.env, LOG_LEVEL: 'info', ...env };
+  const fds = as ? [openSync(CHECKOUT, 'r'), openSync(process.execPath, 'r')] : [];
+  const stdio: StdioOptions = ['pipe', 'pipe', 'pipe', ...fds];
   // sh's ulimit sets the limit for the process it then becomes (exec); Node ignores SIGXFSZ, so a write
   // past the limit fails with EFBIG instead of killing the process.
-  const child =
+  const child: ChildProcess =
     fileSizeBlocks === undefined
-      ? spawn(process.execPath, args, { env: environment, stdio: 'pipe', ...as })
-      : spawn('sh', ['-c', `ulimit -S -f ${fileSizeBlocks} && exec "$0" "$@"`, process.execPath, ...args], { env: environment, stdio: 'pipe', ...as });
+      ? spawn(node, args, { env: environment, stdio, ...as })
+      : spawn('sh', ['-c', `ulimit -S -f ${fileSizeBlocks} && exec "$0" "$@"`, node, ...args], { env: environment, stdio, ...as });
+  // The server holds its own copies of the descriptors from here on.
+  for (const fd of fds) closeSync(fd);
   let out = '';
   child.stdout?.on('data', (d) => (out += d));
   child.stderr?.on('data', (d) => (out += d));

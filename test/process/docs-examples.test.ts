@@ -42,18 +42,19 @@ async function database(t: TestContext): Promise<string> {
   return url.toString();
 }
 
-/** The reader's folder and shell: the variables a page reads (ports, the checkout) set as a reader would. */
-async function session(t: TestContext, page: Page): Promise<DocSession> {
+/** The reader's folder and shell: the variables the pages read (ports, the checkout) set as a reader would. */
+async function session(t: TestContext, pages: readonly Page[]): Promise<DocSession> {
   const base = mkdtempSync(join(tmpdir(), 'plantstore-docs-'));
   const dir = join(base, 'reader');
   mkdirSync(dir);
   const env: Record<string, string> = { HOME: dir, LANG: 'C.UTF-8', TMPDIR: tmpdir(), PORT: String(await freePort()) };
-  // Set only where the page reads them: METRICS_PORT, for one, turns the server's metrics on.
+  const text = pages.map((page) => page.text).join('\n');
+  // Set only where a page reads them: METRICS_PORT, for one, turns the server's metrics on.
   for (const name of ['RECEIVER_PORT', 'METRICS_PORT']) {
-    if (page.text.includes(`$${name}`) || page.text.includes(`\${${name}`)) env[name] = String(await freePort());
+    if (text.includes(`$${name}`) || text.includes(`\${${name}`)) env[name] = String(await freePort());
   }
-  if (page.text.includes('PLANTSTORE_CHECKOUT')) env.PLANTSTORE_CHECKOUT = ROOT;
-  if (page.assumes.includes('postgres')) env.DATABASE_URL = await database(t);
+  if (text.includes('PLANTSTORE_CHECKOUT')) env.PLANTSTORE_CHECKOUT = ROOT;
+  if (pages.some((page) => page.assumes.includes('postgres'))) env.DATABASE_URL = await database(t);
   const shell = new DocSession(dir, env);
   t.after(async () => {
     await shell.stop();
@@ -62,44 +63,68 @@ async function session(t: TestContext, page: Page): Promise<DocSession> {
   return shell;
 }
 
-for (const page of pages) {
-  test(`the examples of ${page.path} run as written, and print what the page shows`, { skip, timeout: 600_000 }, async (t) => {
-    assert.ok(!CURL_MISSING, 'CI=true: the docs examples need curl');
-    const shell = await session(t, page);
-    const failed = (at: string, what: string) => new Error(`${at}: ${what}\n${shell.diagnostics()}`);
-    if (page.assumes.includes('server')) {
-      // What the page assumes is running: a server as the Quick start starts it, in the reader's folder.
-      await shell.background('npm start', 'http://127.0.0.1:$PORT/readyz').catch((e: Error) => {
-        throw failed(page.path, e.message);
-      });
+/** Types `page`'s examples into `shell`, in order, checking each output the page shows. */
+async function runPage(shell: DocSession, page: Page): Promise<void> {
+  const failed = (at: string, what: string) => new Error(`${at}: ${what}\n${shell.diagnostics()}`);
+  if (page.assumes.includes('server')) {
+    // What the page assumes is running: a server as the Quick start starts it, in the reader's folder.
+    await shell.background('npm start', 'http://127.0.0.1:$PORT/readyz').catch((e: Error) => {
+      throw failed(page.path, e.message);
+    });
+  }
+  for (const block of page.blocks) {
+    if (!isExample(block) || block.note.kind === 'not run') continue;
+    if (block.note.kind === 'file') {
+      shell.save(block.note.name, block.text);
+      continue;
     }
-    for (const block of page.blocks) {
-      if (!isExample(block) || block.note.kind === 'not run') continue;
-      if (block.note.kind === 'file') {
-        shell.save(block.note.name, block.text);
-        continue;
-      }
-      assert.ok(isShell(block), `${block.at}: a JavaScript block is saved as a file (<!-- file: NAME -->) or marked not run`);
-      if (block.note.kind === 'background') {
-        await shell.background(block.text, block.note.url).catch((e: Error) => {
+    assert.ok(isShell(block), `${block.at}: a JavaScript block is saved as a file (<!-- file: NAME -->) or marked not run`);
+    if (block.note.kind === 'background') {
+      await shell.background(block.text, block.note.url).catch((e: Error) => {
+        throw failed(block.at, e.message);
+      });
+      continue;
+    }
+    for (const step of stepsOf(block)) {
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const { stdout } = await shell.run(block.note.kind === 'retry' ? `{\n${step.commands}\n} || true` : step.commands).catch((e: Error) => {
           throw failed(block.at, e.message);
         });
-        continue;
-      }
-      for (const step of stepsOf(block)) {
-        const deadline = Date.now() + 60_000;
-        for (;;) {
-          const { stdout } = await shell.run(block.note.kind === 'retry' ? `{\n${step.commands}\n} || true` : step.commands).catch((e: Error) => {
-            throw failed(block.at, e.message);
-          });
-          if (!step.expected || matchesShown(step.expected, stdout)) break;
-          if (block.note.kind !== 'retry' || Date.now() > deadline) {
-            throw failed(block.at, `printed:\n${stdout.trim()}\nwhere the page shows:\n${step.expected.lines.join('\n')}\nafter:\n${step.commands}`);
-          }
-          // What the block reads happens in the background; the reader runs it again a moment later.
-          await new Promise((resolve) => setTimeout(resolve, 250));
+        if (!step.expected || matchesShown(step.expected, stdout)) break;
+        if (block.note.kind !== 'retry' || Date.now() > deadline) {
+          throw failed(block.at, `printed:\n${stdout.trim()}\nwhere the page shows:\n${step.expected.lines.join('\n')}\nafter:\n${step.commands}`);
         }
+        // What the block reads happens in the background; the reader runs it again a moment later.
+        await new Promise((resolve) => setTimeout(resolve, 250));
       }
+    }
+  }
+}
+
+/**
+ * The pages a newcomer reads first, in this order and in one folder (one store, the same user alice):
+ * each must work after the ones before it, not only on a fresh store. Between two pages the reader
+ * stops what runs in the other terminals (Ctrl-C), as the next page starts its own server.
+ */
+const FIRST_PAGES = ['README.md', 'docs/tutorial.md', 'docs/webhooks.md'];
+const first = FIRST_PAGES.flatMap((path) => pages.filter((page) => page.path === path));
+
+for (const page of pages.filter((p) => !first.includes(p))) {
+  test(`the examples of ${page.path} run as written, and print what the page shows`, { skip, timeout: 600_000 }, async (t) => {
+    assert.ok(!CURL_MISSING, 'CI=true: the docs examples need curl');
+    await runPage(await session(t, [page]), page);
+  });
+}
+
+if (first.length > 0) {
+  test(`the examples of ${FIRST_PAGES.join(', then ')} run as written one after the other in one folder, and print what the pages show`, { skip, timeout: 600_000 }, async (t) => {
+    assert.ok(!CURL_MISSING, 'CI=true: the docs examples need curl');
+    assert.deepEqual(first.map((page) => page.path), FIRST_PAGES, 'the first pages have examples that run, in the SQLite run');
+    const shell = await session(t, first);
+    for (const page of first) {
+      await shell.interrupt();
+      await runPage(shell, page);
     }
   });
 }

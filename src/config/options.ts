@@ -97,7 +97,7 @@ export const OPTIONS = [
   durationOption('drainTimeoutMs', 'DRAIN_TIMEOUT', '10s', 'On SIGTERM/SIGINT, how long in-flight requests may finish before their connections are closed'),
   option(
     'trustProxy', 'TRUST_PROXY', 'off',
-    'Proxies whose X-Forwarded-For names the client: off, or comma-separated addresses/CIDRs (loopback, uniquelocal also)',
+    'Proxies whose X-Forwarded-For names the client: off, or comma-separated addresses/CIDRs (loopback, uniquelocal also). An entry is read without a port or brackets; one that cannot be read counts as the proxy that wrote it',
     {
       // Not empty; each entry is checked in parse, where an IPv6 zone id (%eth0) can be told apart.
       schema: Type.String({ minLength: 1 }),

@@ -32,7 +32,7 @@ export type HttpSettings = Pick<
   Config,
   | 'accessLog' | 'docs' | 'maxBodySize' | 'maxHeaderSize' | 'maxUrlLength' | 'maxJsonDepth' | 'maxConnections' | 'maxConnectionsPerAddress'
   | 'requestTimeoutMs' | 'trustProxy' | 'corsOrigins' | 'authFailureLimit' | 'rateLimit' | 'drainTimeoutMs'
-  | 'webhookAllowPrivate' | 'webhookMaxPerUser'
+  | 'webhookAllowPrivate' | 'webhookMaxPerUser' | 'webhookMaxQueuedPerUser'
   | 'jwtIssuer' | 'jwtJwksUrl' | 'jwtAudience' | 'jwtAlgorithms' | 'jwtClockSkewMs' | 'jwtUserClaim' | 'jwtDefaultScopes'
 >;
 
@@ -220,6 +220,7 @@ export const plantstore = fp(
         store,
         auth,
         settings: { allowPrivate: settings.webhookAllowPrivate, maxPerUser: settings.webhookMaxPerUser },
+        maxQueuedPerUser: settings.webhookMaxQueuedPerUser,
         onDeleted: onWebhookDeleted,
       });
       await scope.register(tokenRoutes, { store, auth });

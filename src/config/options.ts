@@ -128,6 +128,11 @@ export const OPTIONS = [
     'on: webhooks may call loopback, private, link-local and other internal addresses (local development and tests only); off refuses them at registration and at every delivery',
   ),
   integerOption('webhookMaxPerUser', 'WEBHOOK_MAX_PER_USER', '10', 'Webhook endpoints one user may register', 1, 10_000),
+  integerOption(
+    'webhookMaxQueuedPerUser', 'WEBHOOK_MAX_QUEUED_PER_USER', '10000',
+    'Events one user\'s test, resend and recover may have queued (not yet delivered, nor failed for good) at once, on all of the user\'s endpoints; past it they are refused with 409 (the CLI is not held to it)',
+    1, 10_000_000,
+  ),
   durationOption('webhookTimeoutMs', 'WEBHOOK_TIMEOUT', '10s', 'A webhook receiver must answer 2xx within this time, else the attempt failed'),
   option(
     'webhookRetryScheduleMs', 'WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,10h',

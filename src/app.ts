@@ -4,6 +4,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import fp from 'fastify-plugin';
 import { DEFAULTS, type Config } from './config/load.js';
 import type { Store } from './store/store.js';
+import { clientAddress, trustedProxies } from './http/client-address.js';
 import { limitConnections } from './http/plugins/connections.js';
 import { clientErrorHandler, ERRORS, toApiError, type ErrorRow } from './http/errors.js';
 import { apiDocs } from './http/routes/docs.js';
@@ -31,7 +32,7 @@ export type HttpSettings = Pick<
   Config,
   | 'accessLog' | 'docs' | 'maxBodySize' | 'maxHeaderSize' | 'maxUrlLength' | 'maxJsonDepth' | 'maxConnections' | 'maxConnectionsPerAddress'
   | 'requestTimeoutMs' | 'trustProxy' | 'corsOrigins' | 'authFailureLimit' | 'rateLimit' | 'drainTimeoutMs'
-  | 'webhookAllowPrivate' | 'webhookMaxPerUser'
+  | 'webhookAllowPrivate' | 'webhookMaxPerUser' | 'webhookMaxQueuedPerUser'
   | 'jwtIssuer' | 'jwtJwksUrl' | 'jwtAudience' | 'jwtAlgorithms' | 'jwtClockSkewMs' | 'jwtUserClaim' | 'jwtDefaultScopes'
 >;
 
@@ -86,7 +87,7 @@ function errorSender(outage: StoreOutage | undefined): ErrorSender {
  */
 function logAccess(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
   request.log.info(
-    { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100, remote: request.ip },
+    { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100, remote: clientAddress(request) },
     'request',
   );
   done();
@@ -110,7 +111,8 @@ export function createServer({ logger, ...overrides }: ServerOptions): FastifyIn
     childLoggerFactory: requestLogger,
     // Unique across instances and restarts (a random prefix per process), cheaper than a UUID each.
     genReqId: () => `${REQUEST_ID_PREFIX}-${(++requestCount).toString(36)}`,
-    trustProxy: settings.trustProxy,
+    // Our own reading of TRUST_PROXY and of X-Forwarded-For entries (http/client-address.ts), not proxy-addr's.
+    trustProxy: trustedProxies(settings.trustProxy) ?? false,
     // `/plants/` is `/plants` (and `/plants/7/` is `/plants/7`), as most HTTP frameworks and their users
     // have it. Without this, `/plants/` matched `/plants/:id` with an empty id: GET was 405 Allow: DELETE.
     routerOptions: { ignoreTrailingSlash: true },
@@ -222,6 +224,7 @@ export const plantstore = fp(
         store,
         auth,
         settings: { allowPrivate: settings.webhookAllowPrivate, maxPerUser: settings.webhookMaxPerUser },
+        maxQueuedPerUser: settings.webhookMaxQueuedPerUser,
         onDeleted: onWebhookDeleted,
       });
       await scope.register(tokenRoutes, { store, auth });

@@ -48,7 +48,10 @@ The store used is printed on stderr ("using …"). "webhook add" prints the endp
 queued events: no delivery to it starts afterwards. "webhook resend" queues one event again (its
 EVENT_ID as "webhook deliveries" shows it), with the same webhook-id; "webhook test" queues a test event
 for that endpoint alone and prints its event id. A running server delivers what they queue within a
-second. "webhook rotate-secret" prints the new secret alone on the last line of stdout.`;
+second. These commands are not held to WEBHOOK_MAX_QUEUED_PER_USER (an operator may recover a backlog
+of any size), but what they queue counts towards it: until it is delivered, the user's own test, resend
+and recover through the API may be refused. "webhook rotate-secret" prints the new secret alone on the
+last line of stdout.`;
 
 export async function webhookAdd(args: string[]): Promise<void> {
   const { values } = parse(args, {
@@ -172,9 +175,13 @@ function positionalIds(command: string, positionals: string[], names: readonly s
   return positionals;
 }
 
-/** What an operation answered when it queued nothing: the endpoint is unknown, or disabled. */
+/**
+ * What an operation answered when it queued nothing: the endpoint is unknown, or disabled. The CLI asks
+ * for no bound (WEBHOOK_MAX_QUEUED_PER_USER holds the API's callers back), so it is never 'queue-full'.
+ */
 function queuedOrThrow<T>(id: string, result: WebhookOperationResult<T>): T {
   if (typeof result === 'object' && result !== null && 'refused' in result) {
+    if (result.refused === 'queue-full') throw new Error(`the user of webhook endpoint ${id} has ${result.pending} events queued by operations`);
     throw new Error(result.refused === 'disabled' ? `webhook endpoint ${id} is disabled: enable it first (webhook update ${id} --enable)` : `no webhook endpoint with ID ${id}`);
   }
   return result;

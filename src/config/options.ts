@@ -97,7 +97,7 @@ export const OPTIONS = [
   durationOption('drainTimeoutMs', 'DRAIN_TIMEOUT', '10s', 'On SIGTERM/SIGINT, how long in-flight requests may finish before their connections are closed'),
   option(
     'trustProxy', 'TRUST_PROXY', 'off',
-    'Proxies whose X-Forwarded-For names the client: off, or comma-separated addresses/CIDRs (loopback, uniquelocal also)',
+    'Proxies whose X-Forwarded-For names the client: off, or comma-separated addresses/CIDRs (loopback, uniquelocal also). An entry is read without a port or brackets; one that cannot be read counts as the proxy that wrote it',
     {
       // Not empty; each entry is checked in parse, where an IPv6 zone id (%eth0) can be told apart.
       schema: Type.String({ minLength: 1 }),
@@ -128,6 +128,11 @@ export const OPTIONS = [
     'on: webhooks may call loopback, private, link-local and other internal addresses (local development and tests only); off refuses them at registration and at every delivery',
   ),
   integerOption('webhookMaxPerUser', 'WEBHOOK_MAX_PER_USER', '10', 'Webhook endpoints one user may register', 1, 10_000),
+  integerOption(
+    'webhookMaxQueuedPerUser', 'WEBHOOK_MAX_QUEUED_PER_USER', '10000',
+    'Events one user\'s test, resend and recover may have queued (not yet delivered, nor failed for good) at once, on all of the user\'s endpoints; past it they are refused with 409 (the CLI is not held to it)',
+    1, 10_000_000,
+  ),
   durationOption('webhookTimeoutMs', 'WEBHOOK_TIMEOUT', '10s', 'A webhook receiver must answer 2xx within this time, else the attempt failed'),
   option(
     'webhookRetryScheduleMs', 'WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,10h',

@@ -53,6 +53,10 @@ export const ERRORS = {
   idConflict: { status: 409, code: 40900, message: 'A different plant with this id already exists' },
   webhookLimit: { status: 409, code: 40901, message: 'The user already has as many webhook endpoints as allowed (WEBHOOK_MAX_PER_USER)' },
   webhookDisabled: { status: 409, code: 40902, message: 'The webhook endpoint is disabled: enable it first (PATCH with "enabled": true)' },
+  webhookQueueFull: {
+    status: 409, code: 40903,
+    message: 'This would pass the events test, resend and recover may have queued for the user (WEBHOOK_MAX_QUEUED_PER_USER); nothing was queued',
+  },
   bodyTooLarge: { status: 413, code: 41300, message: 'The request body is larger than the limit (MAX_BODY_SIZE)' },
   urlTooLong: { status: 414, code: 41400, message: 'The request URL is longer than the limit (MAX_URL_LENGTH)' },
   unsupportedMediaType: { status: 415, code: 41500, message: 'The request body must be application/json (UTF-8)' },

@@ -130,18 +130,38 @@ export interface WebhookStore {
    * claimed now loses its claim and is attempted again). Only an event the endpoint may still receive (see
    * all-users.ts), and, for a `user` that is not admin, of its own plants.
    */
-  resendWebhookEvent(id: string, user: string | null, eventId: string): Promise<WebhookOperationResult<'queued' | 'no-event'>>;
-  /** Queues again, as resendWebhookEvent does, every failed event of the endpoint created at or after `since`; resolves with how many. */
-  recoverWebhookEvents(id: string, user: string | null, since: Date): Promise<WebhookOperationResult<number>>;
+  resendWebhookEvent(id: string, user: string | null, eventId: string, maxQueued?: number): Promise<WebhookOperationResult<'queued' | 'no-event'>>;
+  /**
+   * Queues again, as resendWebhookEvent does, every failed event of the endpoint created at or after `since`; resolves with how many.
+   * Past `maxQueued`, none of them (a recovery is whole or refused).
+   */
+  recoverWebhookEvents(id: string, user: string | null, since: Date, maxQueued?: number): Promise<WebhookOperationResult<number>>;
   /** Queues a test event (TEST_EVENT_BODY, flagged as a test) for this endpoint only; resolves with its event id. */
-  queueTestEvent(id: string, user: string | null): Promise<WebhookOperationResult<string>>;
+  queueTestEvent(id: string, user: string | null, maxQueued?: number): Promise<WebhookOperationResult<string>>;
+}
+
+/*
+ * `maxQueued` of the three operations above (WEBHOOK_MAX_QUEUED_PER_USER; undefined: no bound, the CLI's):
+ * how many events queued by these operations may be pending at once for the endpoint's user, on all of its
+ * endpoints. An operation that would pass it queues nothing and answers QueueFull; a resend of an event
+ * still pending queues nothing new and is never refused. An operation's events count until delivered or
+ * failed for good, whether it was bounded or not. Operations of one user are serialised for the check
+ * (SQLite: one writer; PostgreSQL: a per-user lock), so concurrent ones do not pass the bound together.
+ */
+
+/** Nothing was queued: the endpoint's user has `pending` events queued by operations, and `adding` more would pass `max`. */
+export interface QueueFull {
+  readonly refused: 'queue-full';
+  readonly pending: number;
+  readonly adding: number;
+  readonly max: number;
 }
 
 /**
  * What an operation on one endpoint's events answers: its own result, or why nothing was queued (no
- * such endpoint for the caller, or the endpoint is disabled: a disabled endpoint gets nothing).
+ * such endpoint for the caller, the endpoint is disabled: a disabled endpoint gets nothing, or the bound).
  */
-export type WebhookOperationResult<T> = T | { readonly refused: 'no-endpoint' | 'disabled' };
+export type WebhookOperationResult<T> = T | { readonly refused: 'no-endpoint' | 'disabled' } | QueueFull;
 
 /** The queued webhook events, as the dispatcher works them off. */
 export interface OutboxStore {

@@ -83,13 +83,18 @@ test('every row of the error table is produced by some request, with the Error b
   const overFailures = await limited.app.inject({ method: 'GET', url: '/plants', headers: bearer('pst_wrong2'), remoteAddress: '192.0.2.7' });
   expectRow(ERRORS.authFailuresLimited, overFailures.statusCode, errorBody(overFailures), 'second failure within a 1/minute limit');
 
-  // WEBHOOK_MAX_PER_USER endpoints, then 409.
-  const oneHook = await testApp(t, { webhookMaxPerUser: 1 });
+  // WEBHOOK_MAX_PER_USER endpoints, then 409; WEBHOOK_MAX_QUEUED_PER_USER events queued by operations, then 409.
+  const oneHook = await testApp(t, { webhookMaxPerUser: 1, webhookMaxQueuedPerUser: 1 });
   const carol = await oneHook.token('carol');
   const hook = { method: 'POST', url: '/webhooks', headers: { ...bearer(carol), ...json }, payload: '{"url":"https://hooks.example/"}' } as const;
-  assert.equal((await oneHook.app.inject(hook)).statusCode, 201);
+  const carols = await oneHook.app.inject(hook);
+  assert.equal(carols.statusCode, 201);
   const overLimit = await oneHook.app.inject(hook);
   expectRow(ERRORS.webhookLimit, overLimit.statusCode, errorBody(overLimit), 'a second endpoint over WEBHOOK_MAX_PER_USER=1');
+  const testEvent = { method: 'POST', url: `/webhooks/${carols.json().id as string}/test`, headers: bearer(carol) } as const;
+  assert.equal((await oneHook.app.inject(testEvent)).statusCode, 202);
+  const overQueued = await oneHook.app.inject(testEvent);
+  expectRow(ERRORS.webhookQueueFull, overQueued.statusCode, errorBody(overQueued), 'a second test event over WEBHOOK_MAX_QUEUED_PER_USER=1');
 
   // The operations on one endpoint: a bad operation body, an event it does not have, a disabled endpoint.
   const endpoint = (await app.inject({ ...hook, headers: { ...bearer(alice), ...json } })).json().id as string;

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { DEFAULTS } from '../../src/config/load.js';
 import { bearer, create, errorBody, list, testApp } from '../helpers/app.js';
@@ -108,4 +109,54 @@ test('behind a trusted proxy, IPv6 clients named by X-Forwarded-For are counted 
   assert.equal((await guessFrom('2001:db8:7:7::1')).statusCode, 401);
   assert.equal((await guessFrom('2001:db8:7:7::2')).statusCode, 429, 'another address of the same /64');
   assert.equal((await guessFrom('2001:db8:7:8::1')).statusCode, 401, 'another /64 behind the same proxy');
+});
+
+test('behind a trusted proxy, one client is counted once however X-Forwarded-For spells it: ports and brackets do not make new clients', async (t) => {
+  const { app, token } = await testApp(t, { authFailureLimit: hour(3), trustProxy: '10.0.0.0/8' });
+  const alice = await token('alice');
+  const from = (forwardedFor: string, secret = 'pst_wrong') =>
+    app.inject({ method: 'GET', url: '/plants', headers: { ...bearer(secret), 'x-forwarded-for': forwardedFor }, remoteAddress: '10.0.0.5' });
+  const statuses = [];
+  for (let port = 40001; port <= 40012; port++) statuses.push((await from(`192.0.2.50:${port}`)).statusCode);
+  assert.deepEqual(statuses, [401, 401, 401, ...Array<number>(9).fill(429)]);
+  assert.equal((await from('192.0.2.50', alice)).statusCode, 429, 'the bare address is the same client');
+  assert.equal((await from('::ffff:192.0.2.50', alice)).statusCode, 429, 'and so is its IPv4-mapped spelling');
+  assert.equal((await from('192.0.2.51:40001', alice)).statusCode, 200, 'another client behind the same proxy');
+
+  for (const spelling of ['[2001:db8:9:9::1]', '[2001:db8:9:9::1]:443', '2001:DB8:9:9:0:0:0:1']) assert.equal((await from(spelling)).statusCode, 401, spelling);
+  assert.equal((await from('[2001:db8:9:9::2]:8443')).statusCode, 429);
+  assert.equal((await from('[2001:db8:9:a::1]:8443', alice)).statusCode, 200, 'another /64');
+});
+
+test('behind a trusted proxy, an unreadable X-Forwarded-For entry counts as the proxy that wrote it', async (t) => {
+  const { app, token } = await testApp(t, { authFailureLimit: hour(3), trustProxy: '10.0.0.0/8' });
+  const alice = await token('alice');
+  const from = (remoteAddress: string, forwardedFor: string | undefined, secret = 'pst_wrong') =>
+    app.inject({ method: 'GET', url: '/plants', headers: { ...bearer(secret), ...(forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor }) }, remoteAddress });
+  // Leading zeros are unreadable, not octal nor decimal: 192.000.002.050 is not 192.0.2.50.
+  assert.equal((await from('10.0.0.5', '192.000.002.050')).statusCode, 401);
+  assert.equal((await from('10.0.0.5', 'unknown')).statusCode, 401);
+  assert.equal((await from('10.0.0.5', 'anything at all')).statusCode, 401);
+  assert.equal((await from('10.0.0.5', '192.000.002.051')).statusCode, 429, 'every unreadable entry is the same client: the proxy');
+  assert.equal((await from('10.0.0.5', undefined, alice)).statusCode, 429, "the proxy's own requests share that count");
+  assert.equal((await from('10.0.0.6', 'unknown', alice)).statusCode, 200, 'another proxy is another count');
+  assert.equal((await from('10.0.0.5', '192.0.2.50', alice)).statusCode, 200, 'a readable client behind the proxy is not affected');
+  // A chain: the proxy 10.0.0.7, trusted although written with a port, wrote the unreadable entry.
+  assert.equal((await from('10.0.0.6', 'garbage, 10.0.0.7:5000')).statusCode, 401);
+  assert.equal((await from('10.0.0.6', '010.0.0.1, 10.0.0.7')).statusCode, 401);
+  assert.equal((await from('10.0.0.6', '10.0.0.7:1')).statusCode, 401);
+  assert.equal((await from('10.0.0.8', 'x, 10.0.0.7')).statusCode, 429, 'the proxy 10.0.0.7 is over its count');
+  assert.equal((await from('10.0.0.8', '10.0.0.7:9', alice)).statusCode, 429, 'and blocked, a right token included');
+});
+
+test('the access log shows the client address as it was counted', async (t) => {
+  const logs = new PassThrough();
+  let logged = '';
+  logs.on('data', (d) => (logged += d));
+  const { app } = await testApp(t, { logStream: logs, accessLog: true, trustProxy: '10.0.0.0/8' });
+  const forwarded = ['192.0.2.50:40001', '[2001:DB8::1]:443', 'unknown', '012.0.0.1, 10.0.0.7:80'];
+  for (const forwardedFor of forwarded) await app.inject({ method: 'GET', url: '/healthz', headers: { 'x-forwarded-for': forwardedFor }, remoteAddress: '10.0.0.5' });
+  await app.inject({ method: 'GET', url: '/healthz', remoteAddress: '::ffff:192.0.2.9' });
+  const remotes = logged.split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((l) => l.msg === 'request').map((l) => l.remote);
+  assert.deepEqual(remotes, ['192.0.2.50', '2001:db8::1', '10.0.0.5', '10.0.0.7', '192.0.2.9']);
 });

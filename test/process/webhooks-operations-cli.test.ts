@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { testDatabase } from '../helpers/app.js';
+import { openStore } from '../../src/store/open.js';
+import { silentLogger, testDatabase } from '../helpers/app.js';
 import { runCli, startServer } from '../helpers/process.js';
 import { receiver } from '../helpers/webhook-receiver.js';
 
@@ -108,4 +109,19 @@ test('webhook operations: usage mistakes exit 2, unknown ids 1; each has --help'
   }
   const main = await runCli(['--help']);
   for (const command of ['update', 'resend', 'recover', 'rotate-secret', 'test']) assert.match(main.stdout, new RegExp(`webhook ${command} `));
+});
+
+test('webhook test is not held to WEBHOOK_MAX_QUEUED_PER_USER (the operator\'s), but what it queues counts against the user', async (t) => {
+  const db = await testDatabase(t);
+  const env = { DATABASE_URL: db.url, WEBHOOK_MAX_QUEUED_PER_USER: '1' };
+  const added = await runCli(['webhook', 'add', '--user', 'alice', '--url', 'https://hooks.example/plants'], env);
+  assert.equal(added.code, 0, added.stderr);
+  const id = endpointId(added.stderr);
+  for (let i = 0; i < 2; i++) {
+    const queued = await runCli(['webhook', 'test', id], env);
+    assert.equal(queued.code, 0, queued.stderr);
+  }
+  const store = await openStore(db.config, { logger: silentLogger, poolSize: 1, startupTimeoutMs: 5000 });
+  t.after(() => store.close());
+  assert.deepEqual(await store.webhooks.queueTestEvent(id, 'alice', 2), { refused: 'queue-full', pending: 2, adding: 1, max: 2 });
 });

@@ -32,6 +32,7 @@ test('defaults: port 8080 on 127.0.0.1, info logs, ./data/plantstore.db, rate li
     rateLimit: null,
     webhookAllowPrivate: false,
     webhookMaxPerUser: 10,
+    webhookMaxQueuedPerUser: 10_000,
     webhookTimeoutMs: 10_000,
     webhookRetryScheduleMs: [5000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
     webhookRetentionMs: 7 * 86_400_000,

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest }
 import type { Principal, Scope } from '../../domain/principal.js';
 import type { Store } from '../../store/store.js';
 import { ApiError, ERRORS } from '../errors.js';
+import { clientAddress } from '../client-address.js';
 import type { AuthFailureLimit } from './limits.js';
 import { JwtVerifier, jwtConfigured, type JwtSettings } from './jwt.js';
 import { OpaqueTokenVerifier } from './opaque.js';
@@ -97,7 +98,7 @@ export function authentication(
       request.log.debug({ reason: refusal.reason, tokenId: refusal.tokenId }, 'bearer token refused');
       const refused = invalidToken(refusal);
       if (!failures) return done(refused);
-      failures.failed(request.ip).then((limited) => done(limited ?? refused), () => done(refused));
+      failures.failed(clientAddress(request)).then((limited) => done(limited ?? refused), () => done(refused));
     };
     const accept = (verdict: Verdict): void => {
       if (verdict instanceof Refusal) return refuse(verdict);

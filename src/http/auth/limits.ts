@@ -3,7 +3,7 @@ import type { Rate } from '../../config/values.js';
 import { NO_TOKEN_ID, type Principal } from '../../domain/principal.js';
 import type { RateCount, Store } from '../../store/store.js';
 import type { Hook } from './verifier.js';
-import { clientKey } from '../client-address.js';
+import { clientAddress, clientKey } from '../client-address.js';
 import { ApiError, ERRORS } from '../errors.js';
 
 /*
@@ -136,6 +136,6 @@ export class AuthFailureLimit {
 export function refuseBlockedAddress(limit: AuthFailureLimit): Hook {
   return function refuseBlocked(request, _reply, done) {
     if (!limit.blocking) return done();
-    done(limit.refusal(request.ip, Date.now()) ?? undefined);
+    done(limit.refusal(clientAddress(request), Date.now()) ?? undefined);
   };
 }

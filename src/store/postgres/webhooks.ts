@@ -1,21 +1,29 @@
 import { TEST_EVENT_BODY, type DeliveryAttempt, type NewWebhookEndpoint, type WebhookChange, type WebhookEndpoint } from '../../domain/webhook.js';
 import type { Dialect } from '../sql/statements.js';
 import {
-  failPendingSql, findEndpointSql, findEventSql, insertTestEventSql, ownerFilter, recoverEventsSql, requeueEventSql, rotateSecretSql,
-  updateEndpointSql, type FoundEndpointRow, type FoundEventRow,
+  countQueuedByOperationsSql, countRecoverableSql, failPendingSql, findEndpointSql, findEventSql, insertTestEventSql, ownerFilter,
+  recoverEventsSql, requeueEventSql, rotateSecretSql, updateEndpointSql, type FoundEndpointRow, type FoundEventRow,
 } from '../sql/webhook-operations.js';
 import {
   attemptOf, deleteEndpointAttempts, deleteEndpointDeliveries, endpointColumns, endpointOf,
   type AttemptRow, type EndpointRow,
 } from '../sql/webhooks.js';
-import type { WebhookOperationResult, WebhookStore } from '../store.js';
+import type { QueueFull, WebhookOperationResult, WebhookStore } from '../store.js';
 import { notifyEventsSql } from './notify.js';
 import type { Connections, TxQuery } from './pool.js';
 
 const FIND_ENDPOINT = `${findEndpointSql('postgres', 'now()', { id: '$1', user: '$2::text' })} FOR SHARE`;
 const FIND_EVENT = findEventSql({ id: '$1', event: '$2', owner: '$3::text' });
-const REQUEUE_EVENT = requeueEventSql('now()', '$1');
-const RECOVER_EVENTS = recoverEventsSql('now()', { id: '$1', since: '$2', owner: '$3::text' });
+const REQUEUE_EVENT = requeueEventSql('postgres', 'now()', '$1');
+const RECOVER_EVENTS = recoverEventsSql('postgres', 'now()', { id: '$1', since: '$2', owner: '$3::text' });
+const COUNT_RECOVERABLE = countRecoverableSql({ id: '$1', since: '$2', owner: '$3::text' }).replace('count(*)', 'count(*)::int');
+const COUNT_QUEUED = countQueuedByOperationsSql('postgres', '$1').replace('count(*)', 'count(*)::int');
+/**
+ * Operations on one user's endpoints queue behind this lock until commit, so each counts what the one
+ * before queued (as webhook creates do behind theirs): concurrent ones, on any instance, cannot pass
+ * WEBHOOK_MAX_QUEUED_PER_USER together.
+ */
+const LOCK_USER_QUEUE = "SELECT pg_advisory_xact_lock(hashtext('webhook-operations:' || $1))";
 const TEST_EVENT = insertTestEventSql('postgres', 'now()', '(extract(epoch FROM clock_timestamp()) * 1000)::bigint', { id: '$1', owner: '$2', body: '$3' });
 const ROTATE = rotateSecretSql('now()', "now() + $4::float8 * interval '1 millisecond'", { id: '$1', user: '$2::text', secret: '$3', overlap: '$4::float8' });
 /** Tells the other instances on this store that events were queued (notify.ts), on commit. */
@@ -152,29 +160,51 @@ export class PostgresWebhooks implements WebhookStore {
     return result;
   }
 
-  async resendWebhookEvent(id: string, user: string | null, eventId: string): Promise<WebhookOperationResult<'queued' | 'no-event'>> {
-    return this.#onEndpoint(id, user, async (query, owner) => {
+  /**
+   * The refusal when `adding` more events would pass `max` for the endpoint's user; null when they fit
+   * (then the lock is held until commit). Without a bound, nothing is counted or locked.
+   */
+  async #full(query: TxQuery, username: string, adding: number | (() => Promise<number>), max: number | undefined): Promise<QueueFull | null> {
+    if (max === undefined) return null;
+    await query('webhook_lock_user_queue', LOCK_USER_QUEUE, [username]);
+    const more = typeof adding === 'number' ? adding : await adding();
+    if (more === 0) return null;
+    const { rows } = await query<{ n: number }>('webhook_count_queued', COUNT_QUEUED, [username]);
+    const pending = rows[0]?.n ?? 0;
+    return pending + more > max ? { refused: 'queue-full', pending, adding: more, max } : null;
+  }
+
+  async resendWebhookEvent(id: string, user: string | null, eventId: string, maxQueued?: number): Promise<WebhookOperationResult<'queued' | 'no-event'>> {
+    return this.#onEndpoint(id, user, async (query, owner, endpoint) => {
       const { rows } = await query<FoundEventRow>('webhook_find_event', FIND_EVENT, [id, eventId, owner]);
       const event = rows[0];
       if (!event) return 'no-event' as const;
+      const full = await this.#full(query, endpoint.username, event.state === 'pending' ? 0 : 1, maxQueued);
+      if (full) return full;
       await query('webhook_requeue_event', REQUEUE_EVENT, [event.seq]);
       return 'queued' as const;
     }, (r) => r === 'queued');
   }
 
-  async recoverWebhookEvents(id: string, user: string | null, since: Date): Promise<WebhookOperationResult<number>> {
-    return this.#onEndpoint(id, user, async (query, owner) => {
+  async recoverWebhookEvents(id: string, user: string | null, since: Date, maxQueued?: number): Promise<WebhookOperationResult<number>> {
+    return this.#onEndpoint(id, user, async (query, owner, endpoint) => {
+      // Counted after the lock: what the lock holder before recovered is no longer failed.
+      const recoverable = async () => (await query<{ n: number }>('webhook_count_recoverable', COUNT_RECOVERABLE, [id, since, owner])).rows[0]?.n ?? 0;
+      const full = await this.#full(query, endpoint.username, recoverable, maxQueued);
+      if (full) return full;
       const { rowCount } = await query('webhook_recover', RECOVER_EVENTS, [id, since, owner]);
       return rowCount ?? 0;
-    }, (n) => n > 0);
+    }, (n) => typeof n === 'number' && n > 0);
   }
 
-  async queueTestEvent(id: string, user: string | null): Promise<WebhookOperationResult<string>> {
+  async queueTestEvent(id: string, user: string | null, maxQueued?: number): Promise<WebhookOperationResult<string>> {
     return this.#onEndpoint(id, user, async (query, _owner, endpoint) => {
+      const full = await this.#full(query, endpoint.username, 1, maxQueued);
+      if (full) return full;
       const { rows } = await query<{ event_id: string }>('webhook_test_event', TEST_EVENT, [id, endpoint.username, TEST_EVENT_BODY]);
       const row = rows[0];
       if (!row) throw new Error('test event insert returned no row');
       return row.event_id;
-    }, () => true);
+    }, (r) => typeof r === 'string');
   }
 }

@@ -96,30 +96,55 @@ export interface FoundEventRow {
 
 /**
  * Queues one event again (by seq): pending and due now; a finished one with its retry schedule started
- * over from the attempts made so far. One claimed now (an attempt under way, whose result may not be
- * recorded yet though the receiver has it) loses its claim: it is attempted again, and the result of the
- * attempt under way is recorded as a stale one is (listed, changing nothing), as after an expired lease.
+ * over from the attempts made so far, and counted as queued by an operation. One claimed now (an attempt
+ * under way, whose result may not be recorded yet though the receiver has it) loses its claim: it is
+ * attempted again, and the result of the attempt under way is recorded as a stale one is (listed,
+ * changing nothing), as after an expired lease. A pending one was queued already and stays as it was
+ * counted.
  */
-export function requeueEventSql(now: string, seq: string): string {
+export function requeueEventSql(backend: Backend, now: string, seq: string): string {
   return `UPDATE webhook_deliveries SET
       round_start = CASE WHEN state = 'pending' THEN round_start ELSE attempts END,
+      by_operation = CASE WHEN state = 'pending' THEN by_operation ELSE ${TRUE[backend]} END,
       state = 'pending', next_attempt_at = ${now}, finished_at = NULL, leased_by = NULL
     WHERE seq = ${seq}`;
 }
 
+/** The failed events of the endpoint created at or after `since` that recoverEventsSql queues again. */
+const recoverable = (p: { id: string; since: string; owner: string }) =>
+  `endpoint_id = ${p.id} AND state = 'failed' AND created_at >= ${p.since} AND (${p.owner} IS NULL OR owner = ${p.owner})`;
+
+/** How many events recoverEventsSql would queue again (through webhook_deliveries_failed). */
+export function countRecoverableSql(p: { id: string; since: string; owner: string }): string {
+  return `SELECT count(*) AS n FROM webhook_deliveries WHERE ${recoverable(p)}`;
+}
+
 /** Every failed event of the endpoint created at or after `since`, queued again as requeueEventSql does. */
-export function recoverEventsSql(now: string, p: { id: string; since: string; owner: string }): string {
-  return `UPDATE webhook_deliveries SET round_start = attempts, state = 'pending', next_attempt_at = ${now}, finished_at = NULL,
-      leased_by = NULL
-    WHERE endpoint_id = ${p.id} AND state = 'failed' AND created_at >= ${p.since} AND (${p.owner} IS NULL OR owner = ${p.owner})`;
+export function recoverEventsSql(backend: Backend, now: string, p: { id: string; since: string; owner: string }): string {
+  return `UPDATE webhook_deliveries SET round_start = attempts, by_operation = ${TRUE[backend]}, state = 'pending', next_attempt_at = ${now},
+      finished_at = NULL, leased_by = NULL
+    WHERE ${recoverable(p)}`;
+}
+
+/**
+ * The events queued by operations (test, resend, recover) still pending on every endpoint of `user`: what
+ * WEBHOOK_MAX_QUEUED_PER_USER bounds. Read from webhook_deliveries_by_operation, which holds only those
+ * (its condition is written as the index's is, so that both planners use it).
+ */
+export function countQueuedByOperationsSql(backend: Backend, user: string): string {
+  const flagged = backend === 'sqlite' ? 'd.by_operation = 1' : 'd.by_operation';
+  return `SELECT count(*) AS n FROM webhook_endpoints e JOIN webhook_deliveries d ON d.endpoint_id = e.id
+    WHERE e.username = ${user} AND d.state = 'pending' AND ${flagged}`;
 }
 
 /**
  * A test event for one endpoint: its user's (so that the endpoint's user sees it in the history), plant 0,
- * flagged. `nowMs` is the time in milliseconds, as SQL, for the event id.
+ * flagged as a test and as queued by an operation. `nowMs` is the time in milliseconds, as SQL, for the
+ * event id.
  */
 export function insertTestEventSql(backend: Backend, now: string, nowMs: string, p: { id: string; owner: string; body: string }): string {
-  return `INSERT INTO webhook_deliveries (event_id, endpoint_id, plant_id, owner, body, state, attempts, next_attempt_at, created_at, test)
-    VALUES (${eventIdSql(backend, nowMs)}, ${p.id}, 0, ${p.owner}, ${p.body}, 'pending', 0, ${now}, ${now}, ${TRUE[backend]})
+  return `INSERT INTO webhook_deliveries
+      (event_id, endpoint_id, plant_id, owner, body, state, attempts, next_attempt_at, created_at, test, by_operation)
+    VALUES (${eventIdSql(backend, nowMs)}, ${p.id}, 0, ${p.owner}, ${p.body}, 'pending', 0, ${now}, ${now}, ${TRUE[backend]}, ${TRUE[backend]})
     RETURNING event_id`;
 }

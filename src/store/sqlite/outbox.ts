@@ -62,16 +62,16 @@ export class SqliteWebhookStore implements WebhookStore {
     return this.#writes.add(() => this.#operations.rotate(id, user, secret, overlapMs, Date.now()));
   }
 
-  resendWebhookEvent(id: string, user: string | null, eventId: string): Promise<WebhookOperationResult<'queued' | 'no-event'>> {
-    return this.#queueing(() => this.#operations.resend(id, user, eventId, Date.now()), (r) => r === 'queued');
+  resendWebhookEvent(id: string, user: string | null, eventId: string, maxQueued?: number): Promise<WebhookOperationResult<'queued' | 'no-event'>> {
+    return this.#queueing(() => this.#operations.resend(id, user, eventId, Date.now(), maxQueued), (r) => r === 'queued');
   }
 
-  recoverWebhookEvents(id: string, user: string | null, since: Date): Promise<WebhookOperationResult<number>> {
-    return this.#queueing(() => this.#operations.recover(id, user, since.getTime(), Date.now()), (r) => typeof r === 'number' && r > 0);
+  recoverWebhookEvents(id: string, user: string | null, since: Date, maxQueued?: number): Promise<WebhookOperationResult<number>> {
+    return this.#queueing(() => this.#operations.recover(id, user, since.getTime(), Date.now(), maxQueued), (r) => typeof r === 'number' && r > 0);
   }
 
-  queueTestEvent(id: string, user: string | null): Promise<WebhookOperationResult<string>> {
-    return this.#queueing(() => this.#operations.test(id, user, Date.now()), (r) => typeof r === 'string');
+  queueTestEvent(id: string, user: string | null, maxQueued?: number): Promise<WebhookOperationResult<string>> {
+    return this.#queueing(() => this.#operations.test(id, user, Date.now(), maxQueued), (r) => typeof r === 'string');
   }
 }
 

@@ -2,13 +2,14 @@ import type Database from './driver.js';
 import { TEST_EVENT_BODY, type WebhookChange, type WebhookEndpoint } from '../../domain/webhook.js';
 import type { Dialect } from '../sql/statements.js';
 import {
-  failPendingSql, findEndpointSql, findEventSql, insertTestEventSql, ownerFilter, recoverEventsSql, requeueEventSql, rotateSecretSql,
-  updateEndpointSql, type FoundEndpointRow, type FoundEventRow,
+  countQueuedByOperationsSql, countRecoverableSql, failPendingSql, findEndpointSql, findEventSql, insertTestEventSql, ownerFilter,
+  recoverEventsSql, requeueEventSql, rotateSecretSql, updateEndpointSql, type FoundEndpointRow, type FoundEventRow,
 } from '../sql/webhook-operations.js';
 import { endpointColumns, endpointOf, type EndpointRow } from '../sql/webhooks.js';
-import type { WebhookOperationResult } from '../store.js';
+import type { QueueFull, WebhookOperationResult } from '../store.js';
 
 type Refusal = { readonly refused: 'no-endpoint' | 'disabled' };
+type Count = { n: number };
 
 /**
  * The webhook operations' statements on SQLite (the SQL is shared: sql/webhook-operations.ts), prepared
@@ -24,6 +25,8 @@ export class SqliteWebhookOperations {
   readonly #requeue: Database.Statement<[{ now: number; seq: number }]>;
   readonly #recover: Database.Statement<[{ now: number; id: string; since: number; owner: string | null }]>;
   readonly #test: Database.Statement<[{ now: number; id: string; owner: string; body: string }], { event_id: string }>;
+  readonly #countRecoverable: Database.Statement<[{ id: string; since: number; owner: string | null }], Count>;
+  readonly #countQueued: Database.Statement<[{ user: string }], Count>;
 
   constructor(db: Database.Database, d: Dialect) {
     this.#d = d;
@@ -35,9 +38,11 @@ export class SqliteWebhookOperations {
     this.#failPending = db.prepare(failPendingSql('@now', '@id'));
     this.#rotate = db.prepare(rotateSecretSql('@now', '@now + @overlap', { id: '@id', user: '@user', secret: '@secret', overlap: '@overlap' }));
     this.#findEvent = db.prepare(findEventSql({ id: '@id', event: '@event', owner: '@owner' }));
-    this.#requeue = db.prepare(requeueEventSql('@now', '@seq'));
-    this.#recover = db.prepare(recoverEventsSql('@now', { id: '@id', since: '@since', owner: '@owner' }));
+    this.#requeue = db.prepare(requeueEventSql('sqlite', '@now', '@seq'));
+    this.#recover = db.prepare(recoverEventsSql('sqlite', '@now', { id: '@id', since: '@since', owner: '@owner' }));
     this.#test = db.prepare(insertTestEventSql('sqlite', '@now', '@now', { id: '@id', owner: '@owner', body: '@body' }));
+    this.#countRecoverable = db.prepare(countRecoverableSql({ id: '@id', since: '@since', owner: '@owner' }));
+    this.#countQueued = db.prepare(countQueuedByOperationsSql('sqlite', '@user'));
   }
 
   update(id: string, user: string | null, change: WebhookChange, now: number): WebhookEndpoint | null {
@@ -56,33 +61,52 @@ export class SqliteWebhookOperations {
   }
 
   /** The endpoint the caller may act on, and whose events it may queue again; or why not. */
-  #endpoint(id: string, user: string | null, now: number): { owner: string | null } | Refusal {
+  #endpoint(id: string, user: string | null, now: number): { owner: string | null; username: string } | Refusal {
     const found = this.#find.get({ id, user, now });
     if (!found) return { refused: 'no-endpoint' };
     if (found.disabled_at !== null) return { refused: 'disabled' };
-    return { owner: ownerFilter({ username: found.username, reach: this.#d.flagOf(found.all_users) }, user) };
+    return { owner: ownerFilter({ username: found.username, reach: this.#d.flagOf(found.all_users) }, user), username: found.username };
   }
 
-  resend(id: string, user: string | null, eventId: string, now: number): WebhookOperationResult<'queued' | 'no-event'> {
+  /**
+   * The refusal when `adding` more events would pass `max` for the endpoint's user; null when they fit.
+   * Exact: this runs in the write transaction, and SQLite has one writer, so nothing is queued between the
+   * count and the statement that queues.
+   */
+  #full(username: string, adding: number, max: number | undefined): QueueFull | null {
+    if (max === undefined || adding === 0) return null;
+    const pending = this.#countQueued.get({ user: username })?.n ?? 0;
+    return pending + adding > max ? { refused: 'queue-full', pending, adding, max } : null;
+  }
+
+  resend(id: string, user: string | null, eventId: string, now: number, max?: number): WebhookOperationResult<'queued' | 'no-event'> {
     const endpoint = this.#endpoint(id, user, now);
     if ('refused' in endpoint) return endpoint;
     const event = this.#findEvent.get({ id, event: eventId, owner: endpoint.owner });
     if (!event) return 'no-event';
+    const full = this.#full(endpoint.username, event.state === 'pending' ? 0 : 1, max);
+    if (full) return full;
     this.#requeue.run({ now, seq: Number(event.seq) });
     return 'queued';
   }
 
-  recover(id: string, user: string | null, since: number, now: number): WebhookOperationResult<number> {
+  recover(id: string, user: string | null, since: number, now: number, max?: number): WebhookOperationResult<number> {
     const endpoint = this.#endpoint(id, user, now);
     if ('refused' in endpoint) return endpoint;
-    return this.#recover.run({ now, id, since, owner: endpoint.owner }).changes;
+    const selected = { id, since, owner: endpoint.owner };
+    if (max !== undefined) {
+      const full = this.#full(endpoint.username, this.#countRecoverable.get(selected)?.n ?? 0, max);
+      if (full) return full;
+    }
+    return this.#recover.run({ now, ...selected }).changes;
   }
 
-  test(id: string, user: string | null, now: number): WebhookOperationResult<string> {
-    const found = this.#find.get({ id, user, now });
-    if (!found) return { refused: 'no-endpoint' };
-    if (found.disabled_at !== null) return { refused: 'disabled' };
-    const row = this.#test.get({ now, id, owner: found.username, body: TEST_EVENT_BODY });
+  test(id: string, user: string | null, now: number, max?: number): WebhookOperationResult<string> {
+    const endpoint = this.#endpoint(id, user, now);
+    if ('refused' in endpoint) return endpoint;
+    const full = this.#full(endpoint.username, 1, max);
+    if (full) return full;
+    const row = this.#test.get({ now, id, owner: endpoint.username, body: TEST_EVENT_BODY });
     if (!row) throw new Error('test event insert returned no row');
     return row.event_id;
   }

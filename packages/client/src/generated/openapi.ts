@@ -164,7 +164,7 @@ export interface paths {
         put?: never;
         /**
          * Send an event again
-         * @description Queues a delivered or failed event again, with the same webhook-id (receivers deduplicate by it), due now and with a full retry schedule; a pending one is made due now. Its earlier attempts stay in the history. No body.
+         * @description Queues a delivered or failed event again, with the same webhook-id (receivers deduplicate by it), due now and with a full retry schedule; a pending one is made due now. Its earlier attempts stay in the history. No body. Refused with 40903 when the endpoint's user already has WEBHOOK_MAX_QUEUED_PER_USER events queued by test, resend and recover.
          */
         post: operations["resendWebhookEvent"];
         delete?: never;
@@ -184,7 +184,7 @@ export interface paths {
         put?: never;
         /**
          * Send failed events again
-         * @description Queues again every failed event of the endpoint created at or after `since` (and still kept: WEBHOOK_RETENTION), oldest first, each with its webhook-id and a full retry schedule: after a receiver was down.
+         * @description Queues again every failed event of the endpoint created at or after `since` (and still kept: WEBHOOK_RETENTION), oldest first, each with its webhook-id and a full retry schedule: after a receiver was down. All of them or none: when they would take the endpoint's user past WEBHOOK_MAX_QUEUED_PER_USER events queued by test, resend and recover, nothing is queued (40903, saying how many are queued and how many more this would queue); a later `since` recovers fewer.
          */
         post: operations["recoverWebhookEvents"];
         delete?: never;
@@ -224,7 +224,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test event
-         * @description Queues a test event for this endpoint alone: signed as any other, with the header `webhook-test: true` and the body `{"id":0,"name":"plantstore test event","tag":"test"}`; no plant is created. It shows in the endpoint's deliveries. No body.
+         * @description Queues a test event for this endpoint alone: signed as any other, with the header `webhook-test: true` and the body `{"id":0,"name":"plantstore test event","tag":"test"}`; no plant is created. It shows in the endpoint's deliveries. No body. Refused with 40903 when the endpoint's user already has WEBHOOK_MAX_QUEUED_PER_USER events queued by test, resend and recover.
          */
         post: operations["sendWebhookTestEvent"];
         delete?: never;
@@ -367,6 +367,7 @@ export interface components {
          *     | 40900 | 409 | A different plant with this id already exists |
          *     | 40901 | 409 | The user already has as many webhook endpoints as allowed (WEBHOOK_MAX_PER_USER) |
          *     | 40902 | 409 | The webhook endpoint is disabled: enable it first (PATCH with "enabled": true) |
+         *     | 40903 | 409 | This would pass the events test, resend and recover may have queued for the user (WEBHOOK_MAX_QUEUED_PER_USER); nothing was queued |
          *     | 41300 | 413 | The request body is larger than the limit (MAX_BODY_SIZE) |
          *     | 41400 | 414 | The request URL is longer than the limit (MAX_URL_LENGTH) |
          *     | 41500 | 415 | The request body must be application/json (UTF-8) |
@@ -385,7 +386,7 @@ export interface components {
              * @description HTTP status × 100 + detail; see the table in this schema's description
              * @enum {integer}
              */
-            error: 40000 | 40001 | 40002 | 40003 | 40004 | 40005 | 40006 | 40007 | 40008 | 40100 | 40101 | 40300 | 40301 | 40400 | 40401 | 40402 | 40403 | 40404 | 40500 | 40800 | 40900 | 40901 | 40902 | 41300 | 41400 | 41500 | 41700 | 42900 | 42901 | 43100 | 50000 | 50300 | 50301 | 50302;
+            error: 40000 | 40001 | 40002 | 40003 | 40004 | 40005 | 40006 | 40007 | 40008 | 40100 | 40101 | 40300 | 40301 | 40400 | 40401 | 40402 | 40403 | 40404 | 40500 | 40800 | 40900 | 40901 | 40902 | 40903 | 41300 | 41400 | 41500 | 41700 | 42900 | 42901 | 43100 | 50000 | 50300 | 50301 | 50302;
             message: string;
         };
         /** @description A webhook endpoint to register; unknown fields are ignored */
@@ -1875,7 +1876,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 40902: The webhook endpoint is disabled: enable it first (PATCH with "enabled": true) */
+            /** @description 40902: The webhook endpoint is disabled: enable it first (PATCH with "enabled": true); 40903: This would pass the events test, resend and recover may have queued for the user (WEBHOOK_MAX_QUEUED_PER_USER); nothing was queued */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2028,7 +2029,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 40902: The webhook endpoint is disabled: enable it first (PATCH with "enabled": true) */
+            /** @description 40902: The webhook endpoint is disabled: enable it first (PATCH with "enabled": true); 40903: This would pass the events test, resend and recover may have queued for the user (WEBHOOK_MAX_QUEUED_PER_USER); nothing was queued */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2321,7 +2322,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 40902: The webhook endpoint is disabled: enable it first (PATCH with "enabled": true) */
+            /** @description 40902: The webhook endpoint is disabled: enable it first (PATCH with "enabled": true); 40903: This would pass the events test, resend and recover may have queued for the user (WEBHOOK_MAX_QUEUED_PER_USER); nothing was queued */
             409: {
                 headers: {
                     [name: string]: unknown;

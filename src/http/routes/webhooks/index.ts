@@ -24,6 +24,8 @@ export interface WebhookRoutesOptions {
   /** The app's authentication steps (shared with the plant routes: one token cache). */
   readonly auth: AuthSteps;
   readonly settings: WebhookSettings;
+  /** WEBHOOK_MAX_QUEUED_PER_USER: what test, resend and recover may have queued for one user. */
+  readonly maxQueuedPerUser: number;
   /** Told of each endpoint removed, once the store has removed it (see PluginOptions.onWebhookDeleted). */
   readonly onDeleted?: ((endpointId: string) => void) | undefined;
 }
@@ -32,7 +34,7 @@ export interface WebhookRoutesOptions {
  * Subscribing: register, list and remove webhook endpoints, and read their delivery attempts. Every
  * route needs the webhooks:manage scope. Delivery itself is src/webhooks/ (the dispatcher).
  */
-export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (app, { store, auth, settings, onDeleted }) => {
+export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (app, { store, auth, settings, maxQueuedPerUser, onDeleted }) => {
   const guard = [...auth.identify, requireScope('webhooks:manage'), ...auth.throttle];
 
   app.post(
@@ -148,5 +150,5 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
       return attempts.map(deliveryView);
     },
   );
-  await app.register(webhookOperationRoutes, { store, auth, allowPrivate: settings.allowPrivate });
+  await app.register(webhookOperationRoutes, { store, auth, allowPrivate: settings.allowPrivate, maxQueuedPerUser });
 };

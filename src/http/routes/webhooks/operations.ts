@@ -18,9 +18,16 @@ const EventParams = Type.Object({
   eventId: Type.String({ description: 'The event id (msg_…): its webhook-id header, as GET /webhooks/{id}/deliveries shows it' }),
 });
 
-/** What an operation on the events of an endpoint answers when nothing was queued: unknown, or disabled. */
+/** What an operation on the events of an endpoint answers when nothing was queued: unknown, disabled, or the bound. */
 function settled<T>(result: WebhookOperationResult<T>): T {
   if (typeof result === 'object' && result !== null && 'refused' in result) {
+    if (result.refused === 'queue-full') {
+      const { pending, adding, max } = result;
+      throw new ApiError(
+        ERRORS.webhookQueueFull,
+        `${ERRORS.webhookQueueFull.message}: ${pending} queued now, ${adding} more would pass ${max}`,
+      );
+    }
     throw new ApiError(result.refused === 'disabled' ? ERRORS.webhookDisabled : ERRORS.webhookNotFound);
   }
   return result;
@@ -34,6 +41,8 @@ export interface WebhookOperationRoutesOptions {
   readonly auth: AuthSteps;
   /** WEBHOOK_ALLOW_PRIVATE: a new URL passes the rules registration applies. */
   readonly allowPrivate: boolean;
+  /** WEBHOOK_MAX_QUEUED_PER_USER: test, resend and recover queue nothing past it (409 40903). */
+  readonly maxQueuedPerUser: number;
 }
 
 /**
@@ -43,7 +52,7 @@ export interface WebhookOperationRoutesOptions {
  * caller's own endpoints, an admin's any, 404 otherwise. What is queued goes through the outbox and the
  * dispatcher, as every event does.
  */
-export const webhookOperationRoutes: FastifyPluginAsyncTypebox<WebhookOperationRoutesOptions> = async (app, { store, auth, allowPrivate }) => {
+export const webhookOperationRoutes: FastifyPluginAsyncTypebox<WebhookOperationRoutesOptions> = async (app, { store, auth, allowPrivate, maxQueuedPerUser }) => {
   const guard = [...auth.identify, requireScope('webhooks:manage'), ...auth.throttle];
   const described = { tags: [TAG.webhooks], security: SECURITY };
 
@@ -90,12 +99,14 @@ export const webhookOperationRoutes: FastifyPluginAsyncTypebox<WebhookOperationR
         operationId: 'resendWebhookEvent',
         description:
           'Queues a delivered or failed event again, with the same webhook-id (receivers deduplicate by it), due now and with a full retry ' +
-          'schedule; a pending one is made due now. Its earlier attempts stay in the history. No body.',
+          'schedule; a pending one is made due now. Its earlier attempts stay in the history. No body. Refused with 40903 when the ' +
+          'endpoint\'s user already has WEBHOOK_MAX_QUEUED_PER_USER events queued by test, resend and recover.',
         params: EventParams,
         response: {
           202: { description: 'Queued', ...ref('QueuedWebhookEvent') },
           ...errorResponses(
             ...BODY_ERRORS, ...AUTHENTICATION_ERRORS, ERRORS.webhookNotFound, ERRORS.webhookEventNotFound, ERRORS.webhookDisabled,
+            ERRORS.webhookQueueFull,
           ),
         },
       },
@@ -104,7 +115,7 @@ export const webhookOperationRoutes: FastifyPluginAsyncTypebox<WebhookOperationR
       const { id, eventId } = request.params;
       if (!ENDPOINT_ID.test(id)) throw new ApiError(ERRORS.webhookNotFound);
       // An id of another form names no event; the endpoint is still looked up, for its own 404.
-      const result = settled(await store.webhooks.resendWebhookEvent(id, ownerOf(request.principal), EVENT_ID_PATTERN.test(eventId) ? eventId : ''));
+      const result = settled(await store.webhooks.resendWebhookEvent(id, ownerOf(request.principal), EVENT_ID_PATTERN.test(eventId) ? eventId : '', maxQueuedPerUser));
       if (result === 'no-event') throw new ApiError(ERRORS.webhookEventNotFound);
       return reply.code(202).send({ eventId });
     },
@@ -121,13 +132,16 @@ export const webhookOperationRoutes: FastifyPluginAsyncTypebox<WebhookOperationR
         operationId: 'recoverWebhookEvents',
         description:
           'Queues again every failed event of the endpoint created at or after `since` (and still kept: WEBHOOK_RETENTION), oldest first, ' +
-          'each with its webhook-id and a full retry schedule: after a receiver was down.',
+          'each with its webhook-id and a full retry schedule: after a receiver was down. All of them or none: when they would take the ' +
+          'endpoint\'s user past WEBHOOK_MAX_QUEUED_PER_USER events queued by test, resend and recover, nothing is queued (40903, saying ' +
+          'how many are queued and how many more this would queue); a later `since` recovers fewer.',
         params: EndpointParams,
         body: ref<WebhookRecoveryBody>('WebhookRecovery'),
         response: {
           202: { description: 'Queued', ...ref('RecoveredWebhookEvents') },
           ...errorResponses(
             ...BODY_ERRORS, ERRORS.invalidWebhookOperation, ...AUTHENTICATION_ERRORS, ERRORS.webhookNotFound, ERRORS.webhookDisabled,
+            ERRORS.webhookQueueFull,
           ),
         },
       },
@@ -137,7 +151,7 @@ export const webhookOperationRoutes: FastifyPluginAsyncTypebox<WebhookOperationR
       const since = parseRfc3339(request.body.since);
       if (since === null) throw invalidOperation('since', SINCE_RULE);
       if (!ENDPOINT_ID.test(id)) throw new ApiError(ERRORS.webhookNotFound);
-      const queued = settled(await store.webhooks.recoverWebhookEvents(id, ownerOf(request.principal), since));
+      const queued = settled(await store.webhooks.recoverWebhookEvents(id, ownerOf(request.principal), since, maxQueuedPerUser));
       return reply.code(202).send({ queued });
     },
   );
@@ -190,18 +204,19 @@ export const webhookOperationRoutes: FastifyPluginAsyncTypebox<WebhookOperationR
         operationId: 'sendWebhookTestEvent',
         description:
           'Queues a test event for this endpoint alone: signed as any other, with the header `webhook-test: true` and the body ' +
-          '`{"id":0,"name":"plantstore test event","tag":"test"}`; no plant is created. It shows in the endpoint\'s deliveries. No body.',
+          '`{"id":0,"name":"plantstore test event","tag":"test"}`; no plant is created. It shows in the endpoint\'s deliveries. No body. ' +
+          'Refused with 40903 when the endpoint\'s user already has WEBHOOK_MAX_QUEUED_PER_USER events queued by test, resend and recover.',
         params: EndpointParams,
         response: {
           202: { description: 'Queued', ...ref('QueuedWebhookEvent') },
-          ...errorResponses(...BODY_ERRORS, ...AUTHENTICATION_ERRORS, ERRORS.webhookNotFound, ERRORS.webhookDisabled),
+          ...errorResponses(...BODY_ERRORS, ...AUTHENTICATION_ERRORS, ERRORS.webhookNotFound, ERRORS.webhookDisabled, ERRORS.webhookQueueFull),
         },
       },
     },
     async (request, reply) => {
       const { id } = request.params;
       if (!ENDPOINT_ID.test(id)) throw new ApiError(ERRORS.webhookNotFound);
-      const eventId = settled(await store.webhooks.queueTestEvent(id, ownerOf(request.principal)));
+      const eventId = settled(await store.webhooks.queueTestEvent(id, ownerOf(request.principal), maxQueuedPerUser));
       return reply.code(202).send({ eventId });
     },
   );

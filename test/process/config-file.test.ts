@@ -127,7 +127,7 @@ test('a PostgreSQL password in the settings file is never logged, nor printed in
   assert.equal(doctor.code, 1);
   assert.match(doctor.stdout, /^note\s+setting: DATABASE_URL=postgres:\/\/app:\*\*\*@127\.0\.0\.1:1\/plants \(from .*p\.env:1\)$/m);
   assert.ok(!`${doctor.stdout}${doctor.stderr}`.includes('hunter2'));
-  const readable = /^attention settings: .*p\.env holds a PostgreSQL password and every user of this machine can read it \(chmod 600, or 640 for the server's group\)$/m;
+  const readable = /^attention settings: .*p\.env holds a password \(in DATABASE_URL\) and every user of this machine can read it \(chmod 600, or 640 for the server's group\)$/m;
   chmodSync(file, 0o644);
   assert.match((await runCli(['doctor', '--config', file], env, dir)).stdout, readable);
   chmodSync(file, 0o600);

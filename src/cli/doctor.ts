@@ -18,7 +18,7 @@ no migration and creates no store (a missing SQLite file is a finding, not creat
 finding, each "ok", "note" or "attention":
 
   - the settings file, and every setting that differs from its default, with where it came from
-    (flag, environment, or file:line); a password in DATABASE_URL is shown as ***
+    (flag, environment, or file:line); a URL's password and password-like parameters are shown as ***
   - the store: which one, whether it opens; on PostgreSQL whether it accepts connections, and its version
   - the schema version and the migrations pending (serve or "plantstore migrate" applies them)
   - the identity provider (JWT_ISSUER, JWT_JWKS_URL), when one is set: whether it answers with usable keys

@@ -4,7 +4,7 @@ import { describeStore } from '../config/database.js';
 import { ConfigError } from '../config/error.js';
 import { loadSettings, sourceName, type Config, type SettingSource, type Settings } from '../config/load.js';
 import { OPTIONS, shownValue, type OptionInfo } from '../config/options.js';
-import { parsePostgresUrl } from '../domain/database-url.js';
+import { oneLine, shownUrl, urlHoldsSecret } from '../domain/shown.js';
 import { ProviderKeys } from '../http/auth/jwks.js';
 import { inspectStore, type StoreInspection } from '../store/inspect.js';
 import { sqliteDriver } from '../store/sqlite/driver.js';
@@ -18,7 +18,7 @@ no migration and creates no store (a missing SQLite file is a finding, not creat
 finding, each "ok", "note" or "attention":
 
   - the settings file, and every setting that differs from its default, with where it came from
-    (flag, environment, or file:line); a password in DATABASE_URL is shown as ***
+    (flag, environment, or file:line); a URL's password and password-like parameters are shown as ***
   - the store: which one, whether it opens; on PostgreSQL whether it accepts connections, and its version
   - the schema version and the migrations pending (serve or "plantstore migrate" applies them)
   - the identity provider (JWT_ISSUER, JWT_JWKS_URL), when one is set: whether it answers with usable keys
@@ -54,7 +54,7 @@ async function checkProvider(config: Config, findings: Finding[]): Promise<Provi
   const warnings: Array<{ msg: string; err?: string; kid?: string; reason?: string }> = [];
   const log = pino({ level: 'info' }, { write: (line: string) => void warnings.push(JSON.parse(line)) });
   const keys = new ProviderKeys({ issuer: config.jwtIssuer, jwksUrl: config.jwtJwksUrl, algorithms: config.jwtAlgorithms, log, cooldownMs: 0 });
-  const where = config.jwtJwksUrl ?? config.jwtIssuer ?? '';
+  const where = shownUrl(config.jwtJwksUrl ?? config.jwtIssuer ?? '');
   try {
     const reachable = await keys.refetchForUnknownKey(Date.now());
     const usable = keys.keys?.usable ?? 0;
@@ -69,7 +69,8 @@ async function checkProvider(config: Config, findings: Finding[]): Promise<Provi
     for (const w of warnings.filter((w) => w.reason !== undefined)) {
       findings.push({ check: 'identity provider', status: 'note', message: `key ${w.kid ?? '(no kid)'} is skipped: ${w.reason}` });
     }
-    return { issuer: config.jwtIssuer, jwksUrl: config.jwtJwksUrl, reachable, usableKeys: usable };
+    const shown = (url: string | null) => (url === null ? null : shownUrl(url));
+    return { issuer: shown(config.jwtIssuer), jwksUrl: shown(config.jwtJwksUrl), reachable, usableKeys: usable };
   } finally {
     keys.close();
   }
@@ -79,12 +80,16 @@ async function checkProvider(config: Config, findings: Finding[]): Promise<Provi
 function settingFindings(settings: Settings, findings: Finding[]): void {
   if (settings.file !== null) {
     findings.push({ check: 'settings', status: 'ok', message: `read ${settings.file}` });
-    const url = settings.sources.DATABASE_URL?.kind === 'file' ? settings.given.DATABASE_URL : undefined;
-    const password = url !== undefined && url.startsWith('postgres') && (parsePostgresUrl(url)?.password ?? '') !== '';
-    if (password && (statSync(settings.file).mode & 0o004) !== 0) {
+    // A URL setting from the file holding what shownUrl masks: a password, in the URL's user part or in
+    // a parameter (password=, sslpassword=, an API key).
+    const secrets = OPTIONS.filter((o: OptionInfo) => {
+      const value = settings.given[o.env];
+      return o.show !== undefined && settings.sources[o.env]?.kind === 'file' && value !== undefined && urlHoldsSecret(value);
+    }).map((o: OptionInfo) => o.env);
+    if (secrets.length > 0 && (statSync(settings.file).mode & 0o004) !== 0) {
       findings.push({
         check: 'settings', status: 'attention',
-        message: `${settings.file} holds a PostgreSQL password and every user of this machine can read it (chmod 600, or 640 for the server's group)`,
+        message: `${settings.file} holds a password (in ${secrets.join(', ')}) and every user of this machine can read it (chmod 600, or 640 for the server's group)`,
       });
     }
   }
@@ -178,7 +183,8 @@ export async function doctorCommand(args: string[]): Promise<number> {
   if (values.json) {
     console.log(JSON.stringify({ ok: attention === 0, findings, ...report }, null, 2));
   } else {
-    for (const f of findings) console.log(`${f.status.padEnd(9)} ${f.check}: ${f.message}`);
+    // One line per finding: a value, a file name or a receiver's reason holding a line break is escaped.
+    for (const f of findings) console.log(`${f.status.padEnd(9)} ${f.check}: ${oneLine(f.message)}`);
     console.log(attention === 0 ? 'All is well.' : `${attention} ${attention === 1 ? 'finding needs' : 'findings need'} attention.`);
   }
   return attention === 0 ? 0 : 1;

@@ -1,5 +1,6 @@
 import { sourceName, type Settings } from '../config/load.js';
 import { allowedValues, OPTIONS, shownValue, type OptionInfo } from '../config/options.js';
+import { oneLine } from '../domain/shown.js';
 
 // The help that is made rather than written: the main help's list of commands, from the command table
 // (cli/index.ts), and `serve --help`, from the option table. Each command group's own help is a text in
@@ -73,7 +74,7 @@ export function serveHelp(
     const source = settings.sources[o.env];
     const value = settings.given[o.env];
     if (source === undefined || source.kind === 'default' || value === undefined) return [];
-    return wrap(`now: ${value === '' ? '(empty)' : shownValue(o, value)} (from ${sourceName(source)})`, textWidth);
+    return wrap(`now: ${value === '' ? '(empty)' : shownValue(o, value)} (from ${oneLine(sourceName(source))})`, textWidth);
   };
   const rows = OPTIONS.map((o: OptionInfo, i) => {
     const text = [
@@ -83,7 +84,7 @@ export function serveHelp(
     ];
     return text.map((line, j) => `${j === 0 ? `  ${flags[i]}`.padEnd(column) : ''.padEnd(column)}${line}`).join('\n');
   });
-  const file = typeof settings === 'object' && settings.file !== null ? `\nSettings file: ${settings.file}.` : '';
+  const file = typeof settings === 'object' && settings.file !== null ? `\nSettings file: ${oneLine(settings.file)}.` : '';
   const refused = typeof settings === 'string' ? `\n\nThe settings as given now are refused: ${settings}` : '';
   return `Usage: plantstore serve [options]
 

@@ -1,6 +1,6 @@
 import { isScope, SCOPES, type Scope } from '../domain/principal.js';
 import { parseDuration } from '../domain/duration.js';
-import { newToken, parseTokenId, REVOCATION_WITHIN_MS, TOKEN_ID_MAX, tokenCreateFailure, tokenStatus as status } from '../domain/token.js';
+import { newToken, parseTokenId, REVOCATION_WITHIN_MS, TOKEN_ID_MAX, tokenCreateFailure, tokenStatus as status, tokenView } from '../domain/token.js';
 import { parse, UsageError } from './args.js';
 import { DATABASE_OPTION, withStore } from './store.js';
 import { cell, printTable } from './table.js';
@@ -67,11 +67,9 @@ export async function tokenList(args: string[]): Promise<void> {
   if (values.help) return void console.log(TOKEN_HELP);
   const tokens = await withStore(values['database-url'], (store) => store.tokens.listTokens(), { missing: 'there are no tokens to list' });
   if (values.json) {
-    const out = tokens.map((t) => ({
-      id: t.id, user: t.user, scopes: t.scopes, admin: t.admin, name: t.name, status: status(t),
-      createdAt: t.createdAt.toISOString(), expiresAt: t.expiresAt?.toISOString() ?? null, revokedAt: t.revokedAt?.toISOString() ?? null,
-    }));
-    return void console.log(JSON.stringify(out, null, 2));
+    // GET /tokens' view: a field without a value (name, expiresAt, revokedAt) is left out, never null.
+    const now = Date.now();
+    return void console.log(JSON.stringify(tokens.map((t) => tokenView(t, now)), null, 2));
   }
   printTable([
     ['ID', 'USER', 'SCOPES', 'ADMIN', 'NAME', 'CREATED', 'EXPIRES', 'STATUS'],

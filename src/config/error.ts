@@ -1,5 +1,15 @@
-/** A setting refused: its message names the setting and, unless it may hold a secret, the value given. */
-export class ConfigError extends Error {}
+import { oneLine } from '../domain/shown.js';
+
+/**
+ * A setting refused: its message names the setting and, unless it may hold a secret, the value given,
+ * with control characters escaped, so that a value holding a line break cannot add a line of its own to
+ * what shows the refusal (stderr, a log line, doctor, `serve --help`).
+ */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(oneLine(message));
+  }
+}
 
 /**
  * The refusal with each setting named the way it was given: `--port` for a flag (the user typed that),

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { nearestName } from '../domain/nearest.js';
 import { ConfigError } from './error.js';
 
@@ -61,15 +61,57 @@ export function parseSettings(text: string, name: string, known: readonly string
   return { name, settings };
 }
 
+/**
+ * The largest settings file read. One line per setting, with a comment each, is a few kilobytes; the
+ * bound leaves room for long comments and certificates in quoted values, and keeps a file that is no
+ * settings file (a log, a disk image named by mistake) from being read whole.
+ */
+export const SETTINGS_FILE_MAX_BYTES = 64 * 1024;
+
+/** Why the settings file cannot be opened, from the error's code. */
+function openRefusal(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code === 'EACCES' ? 'permission denied' : (error as Error).message;
+}
+
+/**
+ * The file's text, read through one descriptor: a regular file of at most SETTINGS_FILE_MAX_BYTES only.
+ * A device (/dev/zero never ends) or a FIFO (which blocks until a writer comes) is refused by the fstat
+ * of the opened descriptor, so that nothing can be swapped in between a check and the read; O_NONBLOCK
+ * makes opening a FIFO return at once instead of waiting for a writer. The read stops one byte past the
+ * bound, in case the file grew since the fstat.
+ */
+function readBounded(path: string): string {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch (error) {
+    throw new ConfigError(`cannot read the settings file ${path}: ${openRefusal(error)}`);
+  }
+  try {
+    const stat = fstatSync(fd);
+    if (stat.isDirectory()) throw new ConfigError(`cannot read the settings file ${path}: it is a directory`);
+    if (!stat.isFile()) throw new ConfigError(`cannot read the settings file ${path}: it is not a regular file (a device, a FIFO or a socket)`);
+    const tooLarge = () => new ConfigError(`cannot read the settings file ${path}: it is larger than ${SETTINGS_FILE_MAX_BYTES / 1024} KiB, too large for a settings file`);
+    if (stat.size > SETTINGS_FILE_MAX_BYTES) throw tooLarge();
+    const buffer = Buffer.alloc(SETTINGS_FILE_MAX_BYTES + 1);
+    let length = 0;
+    while (length < buffer.length) {
+      const n = readSync(fd, buffer, length, buffer.length - length, null);
+      if (n === 0) break;
+      length += n;
+    }
+    if (length > SETTINGS_FILE_MAX_BYTES) throw tooLarge();
+    return buffer.toString('utf8', 0, length);
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    throw new ConfigError(`cannot read the settings file ${path}: ${openRefusal(error)}`);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Reads and parses the settings file at `path`. */
 export function readSettingsFile(path: string, known: readonly string[]): SettingsFile {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code === 'EACCES' ? 'permission denied' : (error as Error).message;
-    throw new ConfigError(`cannot read the settings file ${path}: ${why}`);
-  }
-  return parseSettings(text, path, known);
+  return parseSettings(readBounded(path), path, known);
 }

@@ -1,5 +1,6 @@
 import { Type, type TSchema } from 'typebox';
 import { DURATION, parseDuration } from '../domain/duration.js';
+import { oneLine, shownUrl } from '../domain/shown.js';
 import { DATABASE_URL_REFUSAL, parseDatabaseUrl, showDatabaseUrl } from './database.js';
 import { ConfigError } from './error.js';
 import {
@@ -267,15 +268,17 @@ function rateOption<K extends string>(key: K, env: string, def: string, help: st
 }
 
 function providerUrlOption<K extends string>(key: K, env: string, help: string): Option<K, string | null> {
+  // The value is repeated in a refusal only as shownUrl shows it: it may hold a password.
   return option(key, env, '', help, {
     schema: Type.String(),
-    refusal: (value) => `${env} must be an https:// URL, got "${value}"`,
+    refusal: (value) => `${env} must be an https:// URL, got "${shownUrl(value)}"`,
     parse(value) {
       if (value === '') return null;
       const problem = providerUrlProblem(value);
-      if (problem) throw new ConfigError(`${env} ${problem}, got "${value}"`);
+      if (problem) throw new ConfigError(`${env} ${problem}, got "${shownUrl(value)}"`);
       return value;
     },
+    show: shownUrl,
   });
 }
 
@@ -295,7 +298,7 @@ export function allowedValues(o: OptionInfo): string | undefined {
   }
 }
 
-/** A setting's text as it may be shown: a password in it masked. */
+/** A setting's text as it may be shown: a password in it masked, control characters escaped (shown.ts). */
 export function shownValue(o: OptionInfo, value: string): string {
-  return o.show === undefined ? value : o.show(value);
+  return oneLine(o.show === undefined ? value : o.show(value));
 }

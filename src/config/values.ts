@@ -88,7 +88,7 @@ const LOOPBACK_HOSTS = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
 
 /**
  * A provider URL: https, or http on a loopback address only (a test stand-in, a local provider): keys
- * fetched over plain HTTP from elsewhere could be replaced by anyone on the path.
+ * fetched over plain HTTP from elsewhere could be replaced by anyone on the path. Never with credentials.
  */
 export function providerUrlProblem(value: string): string | null {
   let url: URL;
@@ -97,6 +97,8 @@ export function providerUrlProblem(value: string): string | null {
   } catch {
     return 'is not a URL';
   }
+  // fetch refuses a URL with credentials, so such a provider could never be reached; and a key set is public.
+  if (url.username !== '' || url.password !== '') return 'must not hold a user name or password (user:password@): fetch refuses credentials in a URL, and a key set is public';
   if (url.protocol === 'https:') return null;
   if (url.protocol === 'http:' && LOOPBACK_HOSTS.test(url.hostname)) return null;
   return 'must be an https:// URL (http:// only on a loopback address)';

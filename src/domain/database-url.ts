@@ -1,3 +1,5 @@
+import { shownUrl } from './shown.js';
+
 /**
  * A PostgreSQL URL as node-postgres reads it (pg-connection-string): first as it is, after encoding
  * spaces and stray percent signs; then, failing that, with a stand-in host where none is given
@@ -66,20 +68,13 @@ export type StoreLocation = { readonly kind: 'sqlite'; readonly path: string } |
 /**
  * How a message names a store, never with a password. Two phrasings, each kept where users know it:
  * - 'url', the CLI's ("using sqlite:/…/plantstore.db"): the store as DATABASE_URL names it, a PostgreSQL
- *   URL with every password masked (its own, and node-postgres's password= and sslpassword= parameters);
+ *   URL with every password masked (its own, node-postgres's password= and sslpassword= parameters, and
+ *   other password-like parameters: shown.ts);
  * - 'place', the server's log lines and start-up errors: the SQLite file's path, or
  *   "PostgreSQL at host:port/database".
  */
 export function describeStore(database: StoreLocation, style: 'url' | 'place'): string {
   if (database.kind === 'sqlite') return style === 'url' ? `sqlite:${database.path}` : database.path;
   if (style === 'place') return `PostgreSQL at ${postgresPlace(database.url)}`;
-  let url: URL;
-  try {
-    url = new URL(database.url);
-  } catch {
-    return `${database.url.slice(0, database.url.indexOf(':'))}://… (unparsable URL, not shown: it may hold a password)`;
-  }
-  if (url.password !== '') url.password = '***';
-  for (const name of [...url.searchParams.keys()]) if (/password/i.test(name)) url.searchParams.set(name, '***');
-  return url.toString();
+  return shownUrl(database.url);
 }

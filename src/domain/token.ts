@@ -105,6 +105,35 @@ export function tokenStatus(t: TokenRecord, now = Date.now()): TokenStatus {
   return t.expiresAt !== null && t.expiresAt.getTime() <= now ? 'expired' : 'active';
 }
 
+/** A token as GET /tokens and `token list --json` show it: absent values are left out, never null. */
+export interface TokenView {
+  id: number;
+  user: string;
+  scopes: Scope[];
+  admin: boolean;
+  createdAt: string;
+  status: TokenStatus;
+  name?: string;
+  expiresAt?: string;
+  revokedAt?: string;
+}
+
+/** The one view of a token for both: never its secret (which the store does not have) nor its hash. */
+export function tokenView(record: TokenRecord, now = Date.now()): TokenView {
+  const view: TokenView = {
+    id: record.id,
+    user: record.user,
+    scopes: record.scopes,
+    admin: record.admin,
+    createdAt: record.createdAt.toISOString(),
+    status: tokenStatus(record, now),
+  };
+  if (record.name !== null) view.name = record.name;
+  if (record.expiresAt !== null) view.expiresAt = record.expiresAt.toISOString();
+  if (record.revokedAt !== null) view.revokedAt = record.revokedAt.toISOString();
+  return view;
+}
+
 /**
  * A new token: its secret, to be shown once, and the record to store, which holds only the secret's
  * hash. The caller stores the record (`store.createToken(record).catch(tokenCreateFailure)`), so the

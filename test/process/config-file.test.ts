@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -86,6 +87,26 @@ test('a settings file with an unknown key or a bad value stops every command wit
   }
 });
 
+test('a settings file that is no regular file, or too large, is refused at once: a FIFO is not waited on, a device not read', async (t) => {
+  const dir = tempDir(t);
+  const fifo = join(dir, 'fifo.env');
+  execFileSync('mkfifo', [fifo]);
+  const large = join(dir, 'large.env');
+  writeFileSync(large, `PORT=9000\n${'# a comment\n'.repeat(6000)}`);
+  const env = { DATABASE_URL: undefined, PORT: undefined };
+  const notRegular = 'it is not a regular file (a device, a FIFO or a socket)';
+  for (const [file, why] of [[fifo, notRegular], ['/dev/zero', notRegular], ['/dev/urandom', notRegular], [large, 'it is larger than 64 KiB, too large for a settings file']] as Array<[string, string]>) {
+    // Before, a FIFO hung until killed, and /dev/zero grew the process by gigabytes: a bound well short of that.
+    const migrate = await runCli(['migrate', '--config', file], env, dir, { hangMs: 20_000 });
+    assert.equal(migrate.code, 2, `${file}: ${migrate.stderr}`);
+    assert.equal(migrate.stderr, `plantstore: cannot read the settings file ${file}: ${why}\n`);
+    const doctor = await runCli(['doctor', '--json', '--config', file], env, dir, { hangMs: 20_000 });
+    assert.equal(doctor.code, 1, `${file}: ${doctor.stderr}`);
+    assert.equal(JSON.parse(doctor.stdout).findings[0].message, `refused: cannot read the settings file ${file}: ${why}`);
+  }
+  assert.ok(!existsSync(join(dir, 'data')), 'no store was created');
+});
+
 test('--help names --config: the main help and the help of the commands that use a store', async () => {
   assert.match((await runCli(['--help'])).stdout, /^ {2}--config FILE {9}Read settings from FILE, KEY=value lines \(also PLANTSTORE_CONFIG=FILE\); any command$/m);
   for (const args of [['migrate', '--help'], ['export', '--help'], ['import', '--help'], ['backup', '--help'], ['token', '--help'], ['webhook', '--help'], ['doctor', '--help']]) {
@@ -106,7 +127,7 @@ test('a PostgreSQL password in the settings file is never logged, nor printed in
   assert.equal(doctor.code, 1);
   assert.match(doctor.stdout, /^note\s+setting: DATABASE_URL=postgres:\/\/app:\*\*\*@127\.0\.0\.1:1\/plants \(from .*p\.env:1\)$/m);
   assert.ok(!`${doctor.stdout}${doctor.stderr}`.includes('hunter2'));
-  const readable = /^attention settings: .*p\.env holds a PostgreSQL password and every user of this machine can read it \(chmod 600, or 640 for the server's group\)$/m;
+  const readable = /^attention settings: .*p\.env holds a password \(in DATABASE_URL\) and every user of this machine can read it \(chmod 600, or 640 for the server's group\)$/m;
   chmodSync(file, 0o644);
   assert.match((await runCli(['doctor', '--config', file], env, dir)).stdout, readable);
   chmodSync(file, 0o600);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { ConfigError } from '../../src/config/error.js';
-import { parseSettings } from '../../src/config/file.js';
+import { parseSettings, SETTINGS_FILE_MAX_BYTES } from '../../src/config/file.js';
 import { loadLogConfig, loadSettings, sourceName } from '../../src/config/load.js';
 import { OPTIONS } from '../../src/config/options.js';
 
@@ -108,4 +108,15 @@ test('serve logs a refused configuration with the LOG_FORMAT of the settings fil
   const path = settingsFile(t, 'LOG_FORMAT=pretty\nPORT=http\n');
   assert.equal(loadLogConfig({}, { PLANTSTORE_CONFIG: path }).logFormat, 'pretty');
   assert.equal(loadLogConfig({}, { PLANTSTORE_CONFIG: path, LOG_FORMAT: 'json' }).logFormat, 'json');
+});
+
+test('a settings file larger than the bound is refused unread; one of exactly the bound is read', (t) => {
+  const line = 'PORT=9000\n';
+  const fill = (bytes: number) => `${line}#${'x'.repeat(bytes - line.length - 2)}\n`;
+  const exact = settingsFile(t, fill(SETTINGS_FILE_MAX_BYTES));
+  assert.equal(loadSettings({}, { PLANTSTORE_CONFIG: exact }).config.port, 9000);
+  const over = settingsFile(t, fill(SETTINGS_FILE_MAX_BYTES + 1));
+  assert.throws(() => loadSettings({}, { PLANTSTORE_CONFIG: over }), {
+    message: `cannot read the settings file ${over}: it is larger than 64 KiB, too large for a settings file`,
+  });
 });

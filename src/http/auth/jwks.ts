@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { createLocalJWKSet, type JSONWebKeySet, type JWSHeaderParameters, type FlattenedJWSInput, type CryptoKey } from 'jose';
 import { providerUrlProblem } from '../../config/values.js';
+import { shownUrl } from '../../domain/shown.js';
 import { screenKeys } from './key-screen.js';
 
 /*
@@ -63,6 +64,8 @@ export function refreshPeriodOf(cacheControl: string | null): number {
 
 /** GETs a JSON document, bounded in time and size; redirects are not followed. */
 async function fetchJson(url: string, stop: AbortSignal): Promise<{ json: unknown; cacheControl: string | null }> {
+  // Every message names the document as shownUrl shows it: a key set URL may carry an API key.
+  const where = shownUrl(url);
   let response: Response;
   try {
     response = await fetch(url, {
@@ -71,29 +74,29 @@ async function fetchJson(url: string, stop: AbortSignal): Promise<{ json: unknow
       signal: AbortSignal.any([AbortSignal.timeout(FETCH_TIMEOUT_MS), stop]),
     });
   } catch (error) {
-    throw new FetchFailure(`${url}: ${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}`);
+    throw new FetchFailure(`${where}: ${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}`);
   }
   if (response.status !== 200) {
     await response.body?.cancel();
-    throw new FetchFailure(`${url}: HTTP ${response.status}`);
+    throw new FetchFailure(`${where}: HTTP ${response.status}`);
   }
   const chunks: Uint8Array[] = [];
   let size = 0;
   try {
     for await (const chunk of response.body ?? []) {
       size += (chunk as Uint8Array).byteLength;
-      if (size > MAX_DOCUMENT_BYTES) throw new FetchFailure(`${url}: larger than ${MAX_DOCUMENT_BYTES} bytes`);
+      if (size > MAX_DOCUMENT_BYTES) throw new FetchFailure(`${where}: larger than ${MAX_DOCUMENT_BYTES} bytes`);
       chunks.push(chunk as Uint8Array);
     }
   } catch (error) {
     if (error instanceof FetchFailure) throw error;
     // The timeout (or the connection) ended while the body was arriving: say which document.
-    throw new FetchFailure(`${url}: the body did not arrive (${(error as Error).message})`);
+    throw new FetchFailure(`${where}: the body did not arrive (${(error as Error).message})`);
   }
   try {
     return { json: JSON.parse(Buffer.concat(chunks).toString('utf8')), cacheControl: response.headers.get('cache-control') };
   } catch {
-    throw new FetchFailure(`${url}: not JSON`);
+    throw new FetchFailure(`${where}: not JSON`);
   }
 }
 
@@ -184,13 +187,13 @@ export class ProviderKeys {
     for (const [kid, reason] of screened.unusable) {
       // Once per key: the next fetches of the same set say nothing more.
       if (!this.#keys?.unusable.has(kid)) {
-        this.#log.warn({ jwks: url, kid, reason }, 'identity provider key skipped: it cannot be used, and JWTs naming it are refused (401)');
+        this.#log.warn({ jwks: shownUrl(url), kid, reason }, 'identity provider key skipped: it cannot be used, and JWTs naming it are refused (401)');
       }
     }
     if (screened.usable === 0 && this.#keys?.usable !== 0) {
-      this.#log.warn({ jwks: url }, 'identity provider publishes no key this server can use: JWTs are answered 503 until it does');
+      this.#log.warn({ jwks: shownUrl(url) }, 'identity provider publishes no key this server can use: JWTs are answered 503 until it does');
     } else if (screened.usable > 0 && this.#keys?.usable === 0) {
-      this.#log.info({ jwks: url }, 'identity provider publishes a usable key again');
+      this.#log.info({ jwks: shownUrl(url) }, 'identity provider publishes a usable key again');
     }
     this.#keys = { lookup: createLocalJWKSet(screened.set), usable: screened.usable, unusable };
     return refreshPeriodOf(cacheControl);
@@ -199,18 +202,19 @@ export class ProviderKeys {
   async #discover(issuer: string): Promise<string> {
     const url = discoveryUrl(issuer);
     const { json } = await fetchJson(url, this.#stop.signal);
+    const where = shownUrl(url);
     const doc = (json ?? {}) as { issuer?: unknown; jwks_uri?: unknown };
     // OpenID Connect Discovery §4.3: the document must name the issuer it was fetched for.
-    if (doc.issuer !== issuer) throw new FetchFailure(`${url}: its issuer is ${JSON.stringify(doc.issuer)}, not JWT_ISSUER`);
-    if (typeof doc.jwks_uri !== 'string') throw new FetchFailure(`${url}: no jwks_uri`);
+    if (doc.issuer !== issuer) throw new FetchFailure(`${where}: its issuer is ${JSON.stringify(doc.issuer)}, not JWT_ISSUER`);
+    if (typeof doc.jwks_uri !== 'string') throw new FetchFailure(`${where}: no jwks_uri`);
     const problem = providerUrlProblem(doc.jwks_uri);
-    if (problem) throw new FetchFailure(`${url}: jwks_uri ${problem}`);
+    if (problem) throw new FetchFailure(`${where}: jwks_uri ${problem}`);
     return doc.jwks_uri;
   }
 
   #succeeded(refreshMs: number): void {
     if (this.#reachable !== true) {
-      this.#log.info({ jwks: this.#jwksUrl }, this.#reachable === false ? 'identity provider reachable again; keys refreshed' : 'identity provider keys loaded');
+      this.#log.info({ jwks: this.#jwksUrl === null ? null : shownUrl(this.#jwksUrl) }, this.#reachable === false ? 'identity provider reachable again; keys refreshed' : 'identity provider keys loaded');
     }
     this.#reachable = true;
     this.#failures = 0;
@@ -245,6 +249,6 @@ export class ProviderKeys {
  */
 function publicSignatureKeys(json: unknown, url: string): JSONWebKeySet {
   const keys = (json as { keys?: unknown } | null)?.keys;
-  if (!Array.isArray(keys)) throw new FetchFailure(`${url}: not a JSON Web Key Set`);
+  if (!Array.isArray(keys)) throw new FetchFailure(`${shownUrl(url)}: not a JSON Web Key Set`);
   return { keys: keys.filter((k): k is JSONWebKeySet['keys'][number] => typeof k === 'object' && k !== null && (k as { kty?: unknown }).kty !== 'oct') };
 }

@@ -2,13 +2,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { parseDuration } from '../../../domain/duration.js';
 import type { Principal } from '../../../domain/principal.js';
-import { newToken, parseTokenId, tokenCreateFailure, TokenRequestError, tokenStatus, type TokenRecord } from '../../../domain/token.js';
+import { newToken, parseTokenId, tokenCreateFailure, TokenRequestError, tokenView } from '../../../domain/token.js';
 import type { Store } from '../../../store/store.js';
 import { REALM, type AuthSteps } from '../../auth/index.js';
 import type { Hook } from '../../auth/verifier.js';
 import { ApiError, ERRORS } from '../../errors.js';
 import { AUTHENTICATION_ERRORS, BODY_ERRORS, errorResponses, ref, SECURITY, TAG } from '../../schemas.js';
-import { NEW_TOKEN_FIELDS, type CreatedTokenView, type NewTokenBody, type TokenView } from './schemas.js';
+import { NEW_TOKEN_FIELDS, type CreatedTokenView, type NewTokenBody } from './schemas.js';
 
 const TokenParams = Type.Object({
   // No constraint here: a schema failure on a path parameter would be answered 40004 (a plant id); an id
@@ -33,22 +33,6 @@ const requireAdmin: Hook = function checkAdmin(request, _reply, done) {
     'www-authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="plants:admin"`,
   }));
 };
-
-/** A token as listed: never its secret (which the store does not have) nor its hash. Absent values are left out. */
-function tokenView(record: TokenRecord, now: number): TokenView {
-  const view: TokenView = {
-    id: record.id,
-    user: record.user,
-    scopes: record.scopes,
-    admin: record.admin,
-    createdAt: record.createdAt.toISOString(),
-    status: tokenStatus(record, now),
-  };
-  if (record.name !== null) view.name = record.name;
-  if (record.expiresAt !== null) view.expiresAt = record.expiresAt.toISOString();
-  if (record.revokedAt !== null) view.revokedAt = record.revokedAt.toISOString();
-  return view;
-}
 
 /** Whose tokens a caller sees and revokes: its user's, or, for an admin token, everyone's (undefined). */
 const ownerOf = (principal: Principal): string | undefined => (principal.admin ? undefined : principal.user);

@@ -1,4 +1,4 @@
-import { parseDuration } from '../domain/duration.js';
+import { durationPattern, parseDuration } from '../domain/duration.js';
 import { MAX_SECRET_OVERLAP_MS, newWebhookSecret, type WebhookChange, type WebhookEndpoint } from '../domain/webhook.js';
 import type { Store } from '../store/store.js';
 import { descriptionProblem, endpointUrlProblem, WebhookRequestError } from './register.js';
@@ -13,17 +13,19 @@ export const DEFAULT_SECRET_OVERLAP = '24h';
 export const RFC3339 = '^\\d{4}-\\d{2}-\\d{2}[Tt]\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?([Zz]|[+-]\\d{2}:\\d{2})$';
 const RFC3339_FORM = new RegExp(RFC3339);
 
-/** An overlap as written: `0`, or a duration (domain/duration.ts). */
-export const OVERLAP = '^(0|[1-9]\\d{0,5}[smhd])$';
+/**
+ * An overlap as written: a duration (domain/duration.ts) of at most 7 days, its bound spelt out in each
+ * unit, so that the schema refuses what parseOverlap does (8d, 169h).
+ */
+export const OVERLAP = durationPattern(MAX_SECRET_OVERLAP_MS);
 
-/** `0` or a duration of at most 7 days, in milliseconds; null when it is neither. */
+/** A duration of at most 7 days (0, 0s and 0m alike), in milliseconds; null when it is not one. */
 export function parseOverlap(text: string): number | null {
-  if (text === '0') return 0;
   const ms = parseDuration(text);
   return ms === null || ms > MAX_SECRET_OVERLAP_MS ? null : ms;
 }
 
-export const OVERLAP_RULE = 'must be 0 or a duration such as 90s, 15m, 24h or 7d, at most 7d';
+export const OVERLAP_RULE = 'must be 0 or a duration such as 90s, 15m, 24h or 7d, at most 7d (604800s, 10080m, 168h)';
 
 /** The time an RFC 3339 text names, or null when it is not one (a form that parses to no date: month 13, day 32). */
 export function parseRfc3339(text: string): Date | null {

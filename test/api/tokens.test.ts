@@ -90,10 +90,10 @@ test('POST /tokens refuses every invalid field with 400 (40007), naming it; noth
   const root = await token('root', { admin: true });
   const cases: Array<[string | object, RegExp]> = [
     [{}, /user/],
-    [{ user: '' }, /user name must not be empty/],
+    [{ user: '' }, /user must not be empty/],
     [{ user: 'al\u0007ice' }, /control characters/],
     [{ user: ' alice' }, /whitespace/],
-    [{ user: 'x'.repeat(129) }, /at most 128/],
+    [{ user: 'x'.repeat(129) }, /user must NOT have more than 128 characters/],
     [{ user: 7 }, /user/],
     [{ user: 'alice', scopes: ['plants:grow'] }, /scopes\.0 must be one of plants:read, plants:write, webhooks:manage$/],
     [{ user: 'alice', scopes: ['plants:admin'] }, /scopes/],
@@ -106,7 +106,8 @@ test('POST /tokens refuses every invalid field with 400 (40007), naming it; noth
     [{ user: 'alice', expiresIn: '1w' }, /expiresIn/],
     [{ user: 'alice', expiresIn: 3600 }, /expiresIn/],
     [{ user: 'alice', expiresIn: '-5m' }, /expiresIn/],
-    [{ user: 'alice', name: '' }, /token name must not be empty/],
+    [{ user: 'alice', name: '' }, /name must not be empty/],
+    [{ user: 'alice', name: 'x'.repeat(129) }, /name must NOT have more than 128 characters/],
     [{ user: 'alice', name: 'bad\nname' }, /token name must not contain control characters/],
     [{ user: 'alice', name: 5 }, /name/],
     [{ user: 'alice', scope: ['plants:read'] }, /unknown field "scope"/],

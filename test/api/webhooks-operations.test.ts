@@ -77,7 +77,7 @@ test('PATCH checks a new URL as registration does: 400 40005 for a bad one, 4000
   for (const url of ['http://127.0.0.1:8080/hook', 'http://localhost./hook', 'http://[::ffff:10.0.0.1]/', 'http://169.254.169.254/latest/meta-data']) {
     assertError(await call(strict.app, alice, 'PATCH', `/webhooks/${id}`, { url }), 400, 40006);
   }
-  for (const [url, why] of [['ftp://x.example/', /url must be an http: or https: URL/], ['https://u:p@x.example/', /credentials/],
+  for (const [url, why] of [['ftp://x.example/', /url must be an absolute http: or https: URL/], ['https://u:p@x.example/', /credentials/],
     ['https://exa mple.com/', /spaces/]] as const) {
     assertError(await call(strict.app, alice, 'PATCH', `/webhooks/${id}`, { url }), 400, 40005, why);
   }

@@ -15,9 +15,9 @@ const anyDigitsUpTo = (n: number): string => (n === 0 ? '' : n === 1 ? '\\d?' : 
  */
 export function wholeNumbersUpTo(max: number): string {
   if (!Number.isSafeInteger(max) || max < 0) throw new Error(`not a bound: ${max}`);
+  if (max === 0) return '0';
   const digits = String(max);
   const n = digits.length;
-  if (max === 0) return '0';
   if (/^9+$/.test(digits)) return `0|[1-9]${anyDigitsUpTo(n - 1)}`;
   const parts = ['0'];
   if (n > 1) parts.push(`[1-9]${anyDigitsUpTo(n - 2)}`);

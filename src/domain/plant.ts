@@ -14,7 +14,7 @@ export const TAG_MAX_CHARS = 100;
  * one code point in Unicode mode, where the first branch takes it). So a schema-driven client neither
  * sends what the server refuses nor refuses an emoji the server takes.
  */
-export const STORABLE_CHAR = '[^\\u0000\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]';
+const STORABLE_CHAR = '[^\\u0000\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]';
 export const STORABLE_TEXT = `^(?:${STORABLE_CHAR})*$`;
 
 /** Lengths count Unicode code points (ajv's maxLength does), so an emoji is one character. */

@@ -90,7 +90,7 @@ export function serveHelp(
 
 Each option can also be set by the environment variable named under it (env), or by a line VAR=value in
 a settings file (--config FILE, or PLANTSTORE_CONFIG=FILE). A flag wins over the environment, which wins
-over the file. N is a whole number; DURATION is a whole number and s, m, h or d. A setting given a value
+over the file. N is a whole number; DURATION is 0, or a whole number and s, m, h or d. A setting given a value
 says it, and where from, under "now".${file}
 
 ${rows.join('\n')}${refused}`;

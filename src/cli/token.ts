@@ -1,5 +1,5 @@
 import { isScope, SCOPES, type Scope } from '../domain/principal.js';
-import { parseDuration } from '../domain/duration.js';
+import { DURATION_RULE, parseDuration } from '../domain/duration.js';
 import { newToken, parseTokenId, REVOCATION_WITHIN_MS, TOKEN_ID_MAX, tokenCreateFailure, tokenStatus as status, tokenView } from '../domain/token.js';
 import { parse, UsageError } from './args.js';
 import { DATABASE_OPTION, withStore } from './store.js';
@@ -14,7 +14,8 @@ export const TOKEN_HELP = `Usage:
   --user NAME         The user who owns the plants this token creates (required)
   --scope SCOPE       ${SCOPES.join(', ')}; repeat for several; default: all of them
   --admin             The token lists every user's plants (so it needs plants:read)
-  --expires-in D      Lifetime; default: no expiry
+  --expires-in D      Lifetime (0, or 0s: expired from the start, to try a client's handling);
+                      default: no expiry
   --name LABEL        A label shown by "token list"
   --json              token list: print a JSON array
   --database-url URL  The store to use; default: DATABASE_URL, else sqlite:./data/plantstore.db,
@@ -43,7 +44,7 @@ export async function tokenCreate(args: string[]): Promise<void> {
   });
   const expiresIn = values['expires-in'];
   const expiresInMs = expiresIn === undefined ? undefined : parseDuration(expiresIn);
-  if (expiresInMs === null) throw new UsageError(`--expires-in must look like 30d, 12h, 15m or 90s, got "${expiresIn}"`);
+  if (expiresInMs === null) throw new UsageError(`--expires-in ${DURATION_RULE}, got "${expiresIn}"`);
   const request = { user: values.user, scopes, admin: values.admin, name: values.name, expiresInMs };
   const { secret, record } = await withStore(values['database-url'], async (store) => {
     const token = newToken(request);

@@ -36,8 +36,8 @@ export const WEBHOOK_HELP = `Usage:
   --disable           update: disable it by hand; its pending events fail (recover them later)
   --since TIME        recover: queue again every failed event created at or after TIME, an RFC 3339
                       date-time (2025-01-31T09:00:00Z), still kept (WEBHOOK_RETENTION)
-  --overlap DURATION  rotate-secret: how long the replaced secret also signs: 0, or 90s, 15m, 24h, 7d
-                      at most; default 24h
+  --overlap DURATION  rotate-secret: how long the replaced secret also signs: 0 (or 0s), or 90s, 15m,
+                      24h, 7d at most; default 24h
   --database-url URL  The store to use; default: DATABASE_URL, else sqlite:./data/plantstore.db,
                       relative to the working directory (as for the token commands).
   --config FILE       Read DATABASE_URL (and any other setting) from FILE, KEY=value lines, as the

@@ -1,5 +1,5 @@
 import { Type, type TSchema } from 'typebox';
-import { DURATION, parseDuration } from '../domain/duration.js';
+import { DURATION, DURATION_RULE, parseDuration } from '../domain/duration.js';
 import { oneLine, shownUrl } from '../domain/shown.js';
 import { DATABASE_URL_REFUSAL, parseDatabaseUrl, showDatabaseUrl } from './database.js';
 import { ConfigError } from './error.js';
@@ -9,7 +9,10 @@ import {
 } from './values.js';
 
 /** What a number or duration option accepts, for `serve --help` and docs/configuration.md (others say so in their help). */
-export type OptionValues = { readonly kind: 'integer'; readonly min: number; readonly max: number } | { readonly kind: 'duration' };
+export type OptionValues =
+  | { readonly kind: 'integer'; readonly min: number; readonly max: number }
+  /** `positive`: a zero is refused, where it would turn a limit off or fail every attempt. */
+  | { readonly kind: 'duration'; readonly positive: boolean };
 
 /**
  * One setting. Its value is read in two steps: `schema` (TypeBox) states the shape of the raw text, which
@@ -94,7 +97,8 @@ export const OPTIONS = [
   integerOption('maxJsonDepth', 'MAX_JSON_DEPTH', '32', 'Deepest nesting of arrays and objects in a JSON body (deeper: 400)', 1, 1000),
   integerOption('maxConnections', 'MAX_CONNECTIONS', '4096', 'Open connections at most; further ones are closed at once. From 7/8 of it on, a connection with no request in progress is closed after 1 s of silence (else at the keep-alive timeout, 72 s)', 1, 1_000_000),
   integerOption('maxConnectionsPerAddress', 'MAX_CONNECTIONS_PER_ADDRESS', '256', 'Open connections from one client address (an IPv6 client: its /64) at most; further ones are closed at once. TRUST_PROXY\'s proxies are not limited (0 turns the limit off)', 0, 1_000_000),
-  durationOption('requestTimeoutMs', 'REQUEST_TIMEOUT', '30s', 'A request (headers and body) must arrive within this time (else 408, connection closed)'),
+  // Positive: Node's HTTP server reads a request timeout of 0 as none at all.
+  durationOption('requestTimeoutMs', 'REQUEST_TIMEOUT', '30s', 'A request (headers and body) must arrive within this time (else 408, connection closed)', { positive: true }),
   durationOption('drainTimeoutMs', 'DRAIN_TIMEOUT', '10s', 'On SIGTERM/SIGINT, how long in-flight requests may finish before their connections are closed'),
   option(
     'trustProxy', 'TRUST_PROXY', 'off',
@@ -134,13 +138,14 @@ export const OPTIONS = [
     'Events one user\'s test, resend and recover may have queued (not yet delivered, nor failed for good) at once, on all of the user\'s endpoints; past it they are refused with 409 (the CLI is not held to it)',
     1, 10_000_000,
   ),
-  durationOption('webhookTimeoutMs', 'WEBHOOK_TIMEOUT', '10s', 'A webhook receiver must answer 2xx within this time, else the attempt failed'),
+  // Positive: with no time to answer, every attempt would fail.
+  durationOption('webhookTimeoutMs', 'WEBHOOK_TIMEOUT', '10s', 'A webhook receiver must answer 2xx within this time, else the attempt failed', { positive: true }),
   option(
     'webhookRetryScheduleMs', 'WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,10h',
     'Delays before each retry of a failed webhook delivery, comma-separated (each with up to 10% jitter); after the last, the event is failed',
     {
       schema: Type.String({ pattern: `^${DURATION.source.slice(1, -1)}(,${DURATION.source.slice(1, -1)}){0,19}$` }),
-      refusal: (value) => `WEBHOOK_RETRY_SCHEDULE must be up to 20 comma-separated durations like 5s,5m,2h, got "${value}"`,
+      refusal: (value) => `WEBHOOK_RETRY_SCHEDULE must be up to 20 comma-separated durations like 0s,5m,2h, got "${value}"`,
       parse: (value): readonly number[] => value.split(',').map((d) => parseDuration(d) as number),
     },
   ),
@@ -236,17 +241,21 @@ function integerOption<K extends string>(key: K, env: string, def: string, help:
   });
 }
 
-function durationOption<K extends string>(key: K, env: string, def: string, help: string): Option<K, number> {
-  const refusal = (value: string) => `${env} must look like 30s or 2m, got "${value}"`;
+/** A duration setting: the one grammar (domain/duration.ts), zero included unless `positive`. */
+function durationOption<K extends string>(
+  key: K, env: string, def: string, help: string, { positive = false }: { positive?: boolean } = {},
+): Option<K, number> {
+  const refusal = (value: string) => `${env} ${DURATION_RULE}, got "${value}"`;
   return option(key, env, def, help, {
     schema: Type.String({ pattern: DURATION.source }),
     refusal,
     parse(value) {
       const ms = parseDuration(value);
       if (ms === null) throw new ConfigError(refusal(value));
+      if (positive && ms === 0) throw new ConfigError(`${env} must be more than 0, got "${value}"`);
       return ms;
     },
-    values: { kind: 'duration' },
+    values: { kind: 'duration', positive },
   });
 }
 
@@ -292,7 +301,7 @@ export function allowedValues(o: OptionInfo): string | undefined {
       return `range ${o.values.min}–${o.values.max}`;
     case 'duration':
       // The format parseDuration accepts (src/domain/duration.ts).
-      return 'a duration (90s, 15m, 12h, 30d)';
+      return o.values.positive ? 'a duration more than 0 (90s, 15m, 12h, 30d)' : 'a duration (0, 90s, 15m, 12h, 30d)';
     default:
       return undefined;
   }

@@ -8,10 +8,14 @@ export const TAG_MAX_CHARS = 100;
 /**
  * Every string we accept must come back byte for byte from every backend. SQLite stores UTF-8, so an
  * unpaired UTF-16 surrogate (legal in a JSON string) would return as U+FFFD; PostgreSQL `text` cannot
- * hold U+0000 at all. Both are refused here, once, for all backends. With the `u` flag ajv applies,
- * `[\uD800-\uDFFF]` matches only unpaired surrogates; paired ones (emoji) are one code point.
+ * hold U+0000 at all. Both are refused here, once, for all backends. The pattern means the same with or
+ * without a regular expression's Unicode mode (ajv uses it; a client's validator may not): a character
+ * that is neither U+0000 nor a surrogate, or a high surrogate followed by a low one (a pair: an emoji,
+ * one code point in Unicode mode, where the first branch takes it). So a schema-driven client neither
+ * sends what the server refuses nor refuses an emoji the server takes.
  */
-export const STORABLE_TEXT = '^[^\\u0000\\uD800-\\uDFFF]*$';
+const STORABLE_CHAR = '[^\\u0000\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]';
+export const STORABLE_TEXT = `^(?:${STORABLE_CHAR})*$`;
 
 /** Lengths count Unicode code points (ajv's maxLength does), so an emoji is one character. */
 export const PlantName = Type.String({

@@ -24,7 +24,7 @@ export interface Principal {
   readonly admin: boolean;
 }
 
-const USER_MAX_CHARS = 128;
+export const USER_MAX_CHARS = 128;
 /**
  * The characters a user name (or a token's name) may not hold, after Unicode's identifier guidance
  * (UAX #31, UTS #39 §3.1: format and control characters are not in identifiers): controls (Cc), which

@@ -3,12 +3,13 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyError } from 'fastify';
 import { Type } from 'typebox';
-import { DURATION } from '../domain/duration.js';
+import { DURATION, DURATION_RULE } from '../domain/duration.js';
 import { STORABLE_TEXT } from '../domain/plant.js';
 import { CURSOR_PATTERN, CURSOR_REFUSED } from './routes/plants/cursor-form.js';
 import { SECURITY_HEADERS } from './plugins/security-headers.js';
 import { StoreNotOpenError, StoreUnavailableError } from '../store/store.js';
 import { OVERLAP, OVERLAP_RULE, RFC3339, SINCE_RULE } from '../webhooks/operations.js';
+import { URL_FORM, URL_FORM_RULE } from '../webhooks/register.js';
 
 export interface ErrorRow {
   readonly status: number;
@@ -151,12 +152,14 @@ type ValidationDetail = NonNullable<FastifyError['validation']>[number];
 /** Ajv's message, in words a client can act on where ajv's would quote a pattern or hide the choices. */
 function validationReason(first: ValidationDetail | undefined): string | undefined {
   if (first?.params.pattern === STORABLE_TEXT) return 'must not contain U+0000 or unpaired surrogates';
-  if (first?.params.pattern === DURATION.source) return 'must look like 30d, 12h, 15m or 90s (a whole number 1–999999 and s, m, h or d)';
+  if (first?.params.pattern === DURATION.source) return DURATION_RULE;
+  if (first?.params.pattern === URL_FORM) return URL_FORM_RULE;
   if (first?.params.pattern === CURSOR_PATTERN) return CURSOR_REFUSED;
   if (first?.params.pattern === RFC3339) return SINCE_RULE;
   if (first?.params.pattern === OVERLAP) return OVERLAP_RULE;
   // Any other pattern: a regular expression is no message for a client.
   if (first?.keyword === 'pattern') return 'does not have the form it must have';
+  if (first?.keyword === 'minLength' && first.params.limit === 1) return 'must not be empty';
   const allowed = first?.params.allowedValues;
   if (Array.isArray(allowed)) return `must be one of ${allowed.join(', ')}`;
   return first?.message;

@@ -107,7 +107,8 @@ export function isLoopbackName(hostname: string): boolean {
  * hosts first, so 0x7f.1 and 2130706433 are seen as the 127.0.0.1 they are, and [::127.0.0.1] as ::7f00:1.
  */
 export function webhookUrlProblem(text: string, allowPrivate: boolean): { reason: string; privateAddress: boolean } | null {
-  if (text.length > WEBHOOK_URL_MAX_CHARS) return { reason: `must be at most ${WEBHOOK_URL_MAX_CHARS} characters`, privateAddress: false };
+  // Code points, as a schema's maxLength counts them (an emoji is one character, not two).
+  if ([...text].length > WEBHOOK_URL_MAX_CHARS) return { reason: `must be at most ${WEBHOOK_URL_MAX_CHARS} characters`, privateAddress: false };
   let url: URL;
   try {
     url = new URL(text);

@@ -1,4 +1,4 @@
-import { parseDuration } from '../domain/duration.js';
+import { durationPattern, parseDuration } from '../domain/duration.js';
 import { MAX_SECRET_OVERLAP_MS, newWebhookSecret, type WebhookChange, type WebhookEndpoint } from '../domain/webhook.js';
 import type { Store } from '../store/store.js';
 import { descriptionProblem, endpointUrlProblem, WebhookRequestError } from './register.js';
@@ -6,26 +6,37 @@ import { descriptionProblem, endpointUrlProblem, WebhookRequestError } from './r
 /** Without an `overlap`, a rotated secret keeps signing for a day: receivers update their key meanwhile. */
 export const DEFAULT_SECRET_OVERLAP = '24h';
 
+/** Days each month has: 31, 30, 28; and 29 in February of a leap year (every 4th, not every 100th unless every 400th). */
+const MONTH_DAY =
+  '(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|02-(?:0[1-9]|1\\d|2[0-8]))';
+const LEAP_YEAR = '(?:\\d{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)';
+
 /**
  * An RFC 3339 date-time (section 5.6): a full date, `T`, a time with optional fractions of a second, and
- * `Z` or an offset; either letter in either case. Checked as a form here, then as a real date.
+ * `Z` or an offset; either letter in either case. The pattern spells out the calendar (no month 00 or 13,
+ * no February 30, February 29 in leap years only) and the clock (hours to 23, minutes and seconds to 59:
+ * no leap second, which JavaScript's Date cannot hold; offsets to 23:59), so that a schema says which
+ * texts are times exactly as parseRfc3339 reads them.
  */
-export const RFC3339 = '^\\d{4}-\\d{2}-\\d{2}[Tt]\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?([Zz]|[+-]\\d{2}:\\d{2})$';
+export const RFC3339 =
+  `^(?:\\d{4}-${MONTH_DAY}|${LEAP_YEAR}-02-29)[Tt](?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d+)?(?:[Zz]|[+-](?:[01]\\d|2[0-3]):[0-5]\\d)$`;
 const RFC3339_FORM = new RegExp(RFC3339);
 
-/** An overlap as written: `0`, or a duration (domain/duration.ts). */
-export const OVERLAP = '^(0|[1-9]\\d{0,5}[smhd])$';
+/**
+ * An overlap as written: a duration (domain/duration.ts) of at most 7 days, its bound spelt out in each
+ * unit, so that the schema refuses what parseOverlap does (8d, 169h).
+ */
+export const OVERLAP = durationPattern(MAX_SECRET_OVERLAP_MS);
 
-/** `0` or a duration of at most 7 days, in milliseconds; null when it is neither. */
+/** A duration of at most 7 days (0, 0s and 0m alike), in milliseconds; null when it is not one. */
 export function parseOverlap(text: string): number | null {
-  if (text === '0') return 0;
   const ms = parseDuration(text);
   return ms === null || ms > MAX_SECRET_OVERLAP_MS ? null : ms;
 }
 
-export const OVERLAP_RULE = 'must be 0 or a duration such as 90s, 15m, 24h or 7d, at most 7d';
+export const OVERLAP_RULE = 'must be 0 or a duration such as 90s, 15m, 24h or 7d, at most 7d (604800s, 10080m, 168h)';
 
-/** The time an RFC 3339 text names, or null when it is not one (a form that parses to no date: month 13, day 32). */
+/** The time an RFC 3339 text names, or null when it is not one (month 13, day 32, February 30). */
 export function parseRfc3339(text: string): Date | null {
   if (!RFC3339_FORM.test(text)) return null;
   const ms = Date.parse(text.toUpperCase());

@@ -11,7 +11,19 @@ export const DESCRIPTION_MAX_CHARS = 500;
  * the WHATWG URL parser silently strips or removes (`"http://exa\nmple.com"` is example.com), so the
  * stored text would not say where requests go; and what no store keeps exactly (see STORABLE_TEXT).
  */
-const URL_UNSAFE = /[\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff\uD800-\uDFFF]/u;
+const URL_UNSAFE_CHARS = '\\u0000-\\u0020\\u007f-\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
+const URL_UNSAFE = new RegExp(`[${URL_UNSAFE_CHARS}\\uD800-\\uDFFF]`, 'u');
+
+/**
+ * The form of a URL registration may take, as far as a pattern can say it: none of URL_UNSAFE's
+ * characters (unpaired surrogates as STORABLE_CHAR says them, alike with or without Unicode mode), and an
+ * http: or https: scheme in any case, which must then come first, since nothing may precede it. Whether
+ * a host follows, and what address it is, webhookUrlProblem decides.
+ */
+export const URL_FORM =
+  `^[Hh][Tt][Tt][Pp][Ss]?:(?:[^${URL_UNSAFE_CHARS}\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])+$`;
+export const URL_FORM_RULE =
+  'must be an absolute http: or https: URL without spaces, control characters or unpaired surrogates (percent-encode them)';
 const STORABLE = new RegExp(STORABLE_TEXT, 'u');
 
 /** Why a registration is refused; `kind` picks the error row (HTTP) or the exit code (CLI). */

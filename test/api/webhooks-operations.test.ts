@@ -77,7 +77,7 @@ test('PATCH checks a new URL as registration does: 400 40005 for a bad one, 4000
   for (const url of ['http://127.0.0.1:8080/hook', 'http://localhost./hook', 'http://[::ffff:10.0.0.1]/', 'http://169.254.169.254/latest/meta-data']) {
     assertError(await call(strict.app, alice, 'PATCH', `/webhooks/${id}`, { url }), 400, 40006);
   }
-  for (const [url, why] of [['ftp://x.example/', /url must be an http: or https: URL/], ['https://u:p@x.example/', /credentials/],
+  for (const [url, why] of [['ftp://x.example/', /url must be an absolute http: or https: URL/], ['https://u:p@x.example/', /credentials/],
     ['https://exa mple.com/', /spaces/]] as const) {
     assertError(await call(strict.app, alice, 'PATCH', `/webhooks/${id}`, { url }), 400, 40005, why);
   }
@@ -133,7 +133,8 @@ test('rotate-secret: a new secret once, the previous one signing for the overlap
   const { id, secret } = await register(alice);
   const rotate = (body?: string | object) => call(app, alice, 'POST', `/webhooks/${id}/rotate-secret`, body);
   for (const [body, overlapMs] of [[undefined, 86_400_000], [{}, 86_400_000], [{ overlap: '2s' }, 2000], [{ overlap: '7d' }, 7 * 86_400_000],
-    [{ overlap: '0' }, 0]] as const) {
+    [{ overlap: '0' }, 0], [{ overlap: '0s' }, 0], [{ overlap: '0m' }, 0], [{ overlap: '0h' }, 0], [{ overlap: '0d' }, 0],
+    [{ overlap: '604800s' }, 7 * 86_400_000], [{ overlap: '10080m' }, 7 * 86_400_000], [{ overlap: '168h' }, 7 * 86_400_000]] as const) {
     const before = Date.now();
     const res = await rotate(body);
     assert.equal(res.statusCode, 200, res.body);
@@ -144,7 +145,7 @@ test('rotate-secret: a new secret once, the previous one signing for the overlap
     const expires = Date.parse(res.json().previousSecretExpiresAt);
     assert.ok(expires >= before + overlapMs - 1000 && expires <= Date.now() + overlapMs + 1000, `${JSON.stringify(body)}: ${res.body}`);
   }
-  for (const overlap of ['8d', '168h1m', '-1s', '1w', '', '00', '1.5h', 3600]) {
+  for (const overlap of ['8d', '169h', '10081m', '604801s', '999999s', '168h1m', '-1s', '1w', '', '00', '00s', '01s', '1.5h', 3600]) {
     assertError(await rotate({ overlap }), 400, 40008, /overlap/);
   }
   assertError(await rotate('{"overlap":'), 400, 40001);
@@ -163,11 +164,18 @@ test('resend: 404 40404 for an event the endpoint does not have; recover: since 
   for (const eventId of [UNKNOWN_EVENT, 'not-an-event', 'msg_%00']) {
     assertError(await call(app, alice, 'POST', `/webhooks/${id}/deliveries/${eventId}/resend`), 404, 40404);
   }
-  for (const since of ['yesterday', '2025-01-31', '2025-01-31T09:00:00', '2025-02-30T00:00:00Z', '2025-13-01T00:00:00Z', 1700000000]) {
+  for (const since of [
+    'yesterday', '2025-01-31', '2025-01-31T09:00:00', '2025-02-30T00:00:00Z', '2025-13-01T00:00:00Z', 1700000000, '0000-00-00T00:00:00Z',
+    '2025-00-10T00:00:00Z', '2025-01-00T00:00:00Z', '2025-04-31T00:00:00Z', '2025-02-29T00:00:00Z', '1900-02-29T00:00:00Z',
+    '2025-01-01T24:00:00Z', '2025-01-01T23:60:00Z', '2016-12-31T23:59:60Z', '2025-01-01T00:00:00+24:00', '2025-01-01T00:00:00+01:60',
+  ]) {
     assertError(await call(app, alice, 'POST', `/webhooks/${id}/recover`, { since }), 400, 40008, /since/);
   }
   assertError(await call(app, alice, 'POST', `/webhooks/${id}/recover`, {}), 400, 40008, /since/);
-  for (const since of ['2025-01-31T09:00:00Z', '2025-01-31t09:00:00.123456z', '2025-01-31T09:00:00+05:30']) {
+  for (const since of [
+    '2025-01-31T09:00:00Z', '2025-01-31t09:00:00.123456z', '2025-01-31T09:00:00+05:30', '2024-02-29T00:00:00Z', '2000-02-29T23:59:59-23:59',
+    '0000-01-01T00:00:00Z',
+  ]) {
     const res = await call(app, alice, 'POST', `/webhooks/${id}/recover`, { since });
     assert.equal(res.statusCode, 202, `${since}: ${res.body}`);
     assert.deepEqual(res.json(), { queued: 0 });

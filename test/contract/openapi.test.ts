@@ -200,7 +200,8 @@ test('the /tokens operations document their bodies and error codes; never a secr
   assert.deepEqual(schemas.NewToken.required, ['user']);
   assert.deepEqual(Object.keys(schemas.NewToken.properties).sort(), ['admin', 'expiresIn', 'name', 'scopes', 'user']);
   assert.deepEqual(schemas.NewToken.properties.scopes.items.enum, ['plants:read', 'plants:write', 'webhooks:manage']);
-  assert.equal(schemas.NewToken.properties.expiresIn.pattern, '^([1-9]\\d{0,5})([smhd])$');
+  // The one duration grammar: 0 alone, or a whole number (0 included, no leading zeros) and a unit.
+  assert.equal(schemas.NewToken.properties.expiresIn.pattern, '^(?:0|(?:0|[1-9]\\d{0,5})[smhd])$');
   const recordKeys = ['admin', 'createdAt', 'expiresAt', 'id', 'name', 'revokedAt', 'scopes', 'status', 'user'];
   assert.deepEqual(Object.keys(schemas.Token.properties).sort(), recordKeys);
   assert.equal(schemas.Token.additionalProperties, false);

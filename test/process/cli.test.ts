@@ -21,6 +21,9 @@ test('token create prints the secret alone on the last line of stdout; token lis
 
   const reader = await runCli(['token', 'create', '--user', 'bob', '--scope', 'plants:read', '--admin'], env);
   assert.equal(reader.code, 0);
+  // A zero lifetime, in the one duration grammar, makes a token expired from the start.
+  const expired = await runCli(['token', 'create', '--user', 'carol', '--expires-in', '0s'], env);
+  assert.equal(expired.code, 0, expired.stderr);
 
   const listed = await runCli(['token', 'list'], env);
   assert.equal(listed.code, 0);
@@ -28,10 +31,11 @@ test('token create prints the secret alone on the last line of stdout; token lis
   assert.match(listed.stdout, /^ID\s+USER\s+SCOPES\s+ADMIN\s+NAME\s+CREATED\s+EXPIRES\s+STATUS$/m);
   assert.match(listed.stdout, /^1\s+alice\s+plants:read,plants:write,webhooks:manage\s+no\s+laptop\s+\S+Z\s+\S+Z\s+active$/m);
   assert.match(listed.stdout, /^2\s+bob\s+plants:read\s+yes\s+-\s+\S+Z\s+never\s+active$/m);
+  assert.match(listed.stdout, /^3\s+carol\s+\S+\s+no\s+-\s+\S+Z\s+\S+Z\s+expired$/m);
 
   const json = await runCli(['token', 'list', '--json'], env);
   const tokens = JSON.parse(json.stdout);
-  assert.equal(tokens.length, 2);
+  assert.equal(tokens.length, 3);
   // As GET /tokens shows them: a field without a value is left out, never null.
   assert.deepEqual(Object.keys(tokens[0]).sort(), ['admin', 'createdAt', 'expiresAt', 'id', 'name', 'scopes', 'status', 'user']);
   assert.deepEqual(Object.keys(tokens[1]).sort(), ['admin', 'createdAt', 'id', 'scopes', 'status', 'user']);
@@ -60,6 +64,8 @@ test('CLI mistakes are clear messages with a non-zero exit', async (t) => {
     [['token', 'create'], 2, /needs --user NAME/],
     [['token', 'create', '--user', 'a', '--scope', 'plants:admin'], 2, /unknown scope "plants:admin"/],
     [['token', 'create', '--user', 'a', '--expires-in', '10 years'], 2, /--expires-in must look like/],
+    [['token', 'create', '--user', 'a', '--expires-in', '00s'], 2, /--expires-in must look like .*or be 0, got "00s"/],
+    [['serve', '--request-timeout', '0s'], 2, /--request-timeout must be more than 0, got .*0s/],
     [['token', 'create', '--user', ' padded'], 2, /user name must not/],
     [['token', 'create', '--user', 'x\u202Ey'], 2, /user name must not contain control characters, invisible format characters .*\(found U\+202E\)/],
     [['token', 'create', '--user', 'alice', '--name', 'lap\u200Btop'], 2, /token name must not contain .*\(found U\+200B\)/],
@@ -184,7 +190,8 @@ test('serve --help prints aligned columns: each option with its variable, defaul
   }
   const text = res.stdout.replace(new RegExp(`\n {${column}}`, 'g'), ' ');
   assert.match(text, /--port N +TCP port.*env PORT, default 8080, range 0–65535/);
-  assert.match(text, /--request-timeout DURATION .*env REQUEST_TIMEOUT, default 30s, a duration \(90s, 15m, 12h, 30d\)/);
+  assert.match(text, /--request-timeout DURATION .*env REQUEST_TIMEOUT, default 30s, a duration more than 0 \(90s, 15m, 12h, 30d\)/);
+  assert.match(text, /--drain-timeout DURATION .*env DRAIN_TIMEOUT, default 10s, a duration \(0, 90s, 15m, 12h, 30d\)/);
   for (const o of OPTIONS as readonly OptionInfo[]) {
     const range = o.values?.kind === 'integer' ? `, range ${o.values.min}–${o.values.max}` : '';
     assert.ok(text.includes(`env ${o.env}, default ${o.default || '(empty)'}${range}`), `${o.env} in:\n${text}`);

@@ -87,11 +87,19 @@ test('webhook operations: usage mistakes exit 2, unknown ids 1; each has --help'
     [['webhook', 'recover', id], /needs --since TIME/],
     [['webhook', 'recover', id, '--since', 'yesterday'], /--since must be an RFC 3339 date-time/],
     [['webhook', 'rotate-secret', id, '--overlap', '8d'], /--overlap must be 0 or a duration/],
+    [['webhook', 'rotate-secret', id, '--overlap', '169h'], /--overlap must be 0 or a duration/],
+    [['webhook', 'rotate-secret', id, '--overlap', '00s'], /--overlap must be 0 or a duration/],
     [['webhook', 'test'], /needs one endpoint ID/],
   ] as const) {
     const res = await runCli([...args], env);
     assert.equal(res.code, 2, `${args.join(' ')}: ${res.stderr}`);
     assert.match(res.stderr, message, args.join(' '));
+  }
+  // A zero overlap in any unit is none at all, as 0 is.
+  for (const overlap of ['0', '0s', '0d']) {
+    const rotated = await runCli(['webhook', 'rotate-secret', id, '--overlap', overlap], env);
+    assert.equal(rotated.code, 0, `${overlap}: ${rotated.stderr}`);
+    assert.match(rotated.stderr, /the replaced one signs no more/, overlap);
   }
   for (const args of [['update', 'ep_AAAAAAAAAAAAAAAAAAAAAA', '--enable'], ['test', 'ep_AAAAAAAAAAAAAAAAAAAAAA'],
     ['rotate-secret', 'ep_AAAAAAAAAAAAAAAAAAAAAA'], ['recover', 'ep_AAAAAAAAAAAAAAAAAAAAAA', '--since', '2020-01-01T00:00:00Z']]) {

@@ -176,7 +176,33 @@ test('the range --help and docs/configuration.md show for each number is the ran
     for (const bad of outside) assert.throws(() => loadConfig({}, { [o.env]: bad }), ConfigError, `${o.env}=${bad}`);
   }
   assert.match(configTableMarkdown(), /\| `PORT` \| `--port` \| `8080` \| TCP port to listen on \(0 picks a free one\)\. Range 0–65535\. \|/);
-  assert.match(configTableMarkdown(), /\| `REQUEST_TIMEOUT` \| .*\. A duration \(90s, 15m, 12h, 30d\)\. \|/);
+  assert.match(configTableMarkdown(), /\| `REQUEST_TIMEOUT` \| .*\. A duration more than 0 \(90s, 15m, 12h, 30d\)\. \|/);
+  assert.match(configTableMarkdown(), /\| `DRAIN_TIMEOUT` \| .*\. A duration \(0, 90s, 15m, 12h, 30d\)\. \|/);
+});
+
+test('every duration setting reads the one grammar: 0 with any unit or none is zero, refused only where it would turn a limit off', () => {
+  const durations = (OPTIONS as readonly OptionInfo[]).filter((o) => o.values?.kind === 'duration');
+  assert.ok(durations.some((o) => o.env === 'JWT_CLOCK_SKEW'));
+  const keyOf = (env: string) => (OPTIONS as readonly OptionInfo[]).find((o) => o.env === env)?.key as keyof ReturnType<typeof loadConfig>;
+  for (const o of durations) {
+    const positive = o.values?.kind === 'duration' && o.values.positive;
+    assert.equal(allowedValues(o), positive ? 'a duration more than 0 (90s, 15m, 12h, 30d)' : 'a duration (0, 90s, 15m, 12h, 30d)', o.env);
+    for (const zero of ['0', '0s', '0m', '0h', '0d']) {
+      if (positive) {
+        assert.throws(() => loadConfig({}, { [o.env]: zero }), (e: unknown) => e instanceof ConfigError && e.message === `${o.env} must be more than 0, got "${zero}"`);
+      } else {
+        assert.equal(loadConfig({}, { [o.env]: zero })[keyOf(o.env)], 0, `${o.env}=${zero}`);
+      }
+    }
+    for (const bad of ['00', '00s', '05m', '1w', '-1s', '1.5h', '1000000s', ' 5s', '']) {
+      assert.throws(() => loadConfig({}, { [o.env]: bad }), (e: unknown) => e instanceof ConfigError && e.message.startsWith(`${o.env} must look like`), `${o.env}=${bad}`);
+    }
+    assert.equal(loadConfig({}, { [o.env]: '999999s' })[keyOf(o.env)], 999_999_000, o.env);
+  }
+  // The positive ones are those whose zero means something else: Node reads a request timeout of 0 as none.
+  assert.deepEqual(durations.filter((o) => o.values?.kind === 'duration' && o.values.positive).map((o) => o.env), ['REQUEST_TIMEOUT', 'WEBHOOK_TIMEOUT']);
+  assert.deepEqual(loadConfig({}, { WEBHOOK_RETRY_SCHEDULE: '0s,0,5m' }).webhookRetryScheduleMs, [0, 0, 300_000]);
+  assert.throws(() => loadConfig({}, { WEBHOOK_RETRY_SCHEDULE: '0s,00s' }), ConfigError);
 });
 
 test('numbers are plain decimal digits: no sign, space, exponent or hex, whatever a schema library would coerce', () => {

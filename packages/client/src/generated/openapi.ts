@@ -391,7 +391,7 @@ export interface components {
         };
         /** @description A webhook endpoint to register; unknown fields are ignored */
         NewWebhook: {
-            /** @description Absolute http: or https: URL, at most 2048 characters, without credentials, spaces or control characters; not a loopback, private, link-local, unspecified or multicast address unless the server allows them (WEBHOOK_ALLOW_PRIVATE) */
+            /** @description Absolute http: or https: URL, at most 2048 characters, without credentials, spaces, control characters or unpaired surrogates; not a loopback, private, link-local, unspecified or multicast address unless the server allows them (WEBHOOK_ALLOW_PRIVATE). The pattern gives the scheme and the characters; that a host follows, without credentials, and what address it is, the server checks (400) */
             url: string;
             /** @description 0 to 500 characters; no U+0000 and no unpaired surrogates */
             description?: string;
@@ -471,7 +471,7 @@ export interface components {
         };
         /** @description What to change of an endpoint; what is left out stays. Unknown fields are ignored */
         WebhookUpdate: {
-            /** @description Absolute http: or https: URL, at most 2048 characters, without credentials, spaces or control characters; not a loopback, private, link-local, unspecified or multicast address unless the server allows them (WEBHOOK_ALLOW_PRIVATE) */
+            /** @description Absolute http: or https: URL, at most 2048 characters, without credentials, spaces, control characters or unpaired surrogates; not a loopback, private, link-local, unspecified or multicast address unless the server allows them (WEBHOOK_ALLOW_PRIVATE). The pattern gives the scheme and the characters; that a host follows, without credentials, and what address it is, the server checks (400) */
             url?: string;
             /** @description 0 to 500 characters; no U+0000 and no unpaired surrogates */
             description?: string;
@@ -480,13 +480,13 @@ export interface components {
         };
         /** @description Which failed events to send again */
         WebhookRecovery: {
-            /** @description An RFC 3339 date-time: every failed event created at or after it (and still kept) is queued again */
+            /** @description An RFC 3339 date-time whose date exists (the pattern spells out the calendar) and whose seconds are 00 to 59 (no leap second): every failed event created at or after it (and still kept) is queued again */
             since: string;
         };
         /** @description How to rotate; the body may be left out */
         WebhookSecretRotation: {
             /**
-             * @description How long the replaced secret keeps signing too: 0 (not at all) or a duration such as 90s, 15m, 24h, 7d (at most); default 24h
+             * @description How long the replaced secret keeps signing too: 0 (not at all; 0s, 0m, 0h and 0d alike) or a duration such as 90s, 15m, 24h, at most 7d (604800s, 10080m, 168h); default 24h
              * @default 24h
              */
             overlap: string;
@@ -513,7 +513,7 @@ export interface components {
         };
         /** @description A token to create. Unlike a NewPlant, unknown fields are refused (400, 40007): a misspelt `scopes` must not make a token with every scope */
         NewToken: {
-            /** @description The user the token acts for: 1 to 128 characters; no control characters, invisible format characters (bidirectional controls, zero-width characters) or line separators; no leading or trailing whitespace */
+            /** @description The user the token acts for: 1 to 128 characters; no control characters, invisible format characters (bidirectional controls, zero-width characters) or line separators; no leading or trailing whitespace (the server checks these: 400, 40007) */
             user: string;
             /** @description What the token may do; default: all of plants:read, plants:write, webhooks:manage. Repeats count once; an empty list is refused */
             scopes?: ("plants:read" | "plants:write" | "webhooks:manage")[];
@@ -522,9 +522,9 @@ export interface components {
              * @default false
              */
             admin: boolean;
-            /** @description Lifetime, as for `token create --expires-in`: a whole number 1–999999 and s, m, h or d (90s, 15m, 12h, 30d). Default: no expiry */
+            /** @description Lifetime, as for `token create --expires-in`: a whole number 0–999999 and s, m, h or d (90s, 15m, 12h, 30d), or 0 (a token expired from the start). Default: no expiry */
             expiresIn?: string;
-            /** @description A label shown in listings; the same rules as a user name */
+            /** @description A label shown in listings; the same rules as a user name: 1 to 128 characters; no control characters, invisible format characters (bidirectional controls, zero-width characters) or line separators; no leading or trailing whitespace (the server checks these: 400, 40007) */
             name?: string;
         };
         /** @description A new token's record with its secret (shown once) */
@@ -759,7 +759,7 @@ export interface operations {
                 limit?: number;
                 /** @description 0 to 100 characters; no U+0000 and no unpaired surrogates */
                 tag?: string;
-                /** @description Opaque position from a Link rel="next" URL */
+                /** @description Opaque position from a Link rel="next" URL, for the same listing (user and tag). The pattern gives only its alphabet and length: a cursor is sealed, so one of that form that this server did not issue for this listing is refused too (400, 40003) */
                 cursor?: string;
             };
             header?: never;

@@ -20,7 +20,12 @@ const ListQuery = Type.Object({
   ),
   tag: Type.Optional(PlantTag),
   cursor: Type.Optional(
-    Type.String({ pattern: CURSOR_PATTERN, description: 'Opaque position from a Link rel="next" URL' }),
+    Type.String({
+      pattern: CURSOR_PATTERN,
+      description:
+        'Opaque position from a Link rel="next" URL, for the same listing (user and tag). The pattern gives only its alphabet and ' +
+        'length: a cursor is sealed, so one of that form that this server did not issue for this listing is refused too (400, 40003)',
+    }),
   ),
 });
 

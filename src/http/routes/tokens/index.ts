@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { parseDuration } from '../../../domain/duration.js';
+import { DURATION_RULE, parseDuration } from '../../../domain/duration.js';
 import type { Principal } from '../../../domain/principal.js';
 import { newToken, parseTokenId, tokenCreateFailure, TokenRequestError, tokenView } from '../../../domain/token.js';
 import type { Store } from '../../../store/store.js';
@@ -50,7 +50,7 @@ function tokenRequest(body: NewTokenBody) {
   if (unknown !== undefined) throw invalid(`unknown field ${JSON.stringify(unknown.slice(0, 64))}`);
   const expiresInMs = body.expiresIn === undefined ? undefined : parseDuration(body.expiresIn);
   // The schema's pattern is the duration's, so this cannot happen; kept so that the two cannot drift apart.
-  if (expiresInMs === null) throw invalid('expiresIn must look like 30d, 12h, 15m or 90s');
+  if (expiresInMs === null) throw invalid(`expiresIn ${DURATION_RULE}`);
   return { user: body.user, scopes: body.scopes, admin: body.admin ?? false, name: body.name, expiresInMs };
 }
 

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { SCOPES, type Scope } from '../../../domain/principal.js';
+import { SCOPES, USER_MAX_CHARS, type Scope } from '../../../domain/principal.js';
 import { DURATION } from '../../../domain/duration.js';
 import { TOKEN_ID_MAX } from '../../../domain/token.js';
 
@@ -12,12 +12,25 @@ import { TOKEN_ID_MAX } from '../../../domain/token.js';
 /** The fields a token request may carry; any other is refused (see NewTokenSchema). */
 export const NEW_TOKEN_FIELDS = ['user', 'scopes', 'admin', 'expiresIn', 'name'] as const;
 
+/**
+ * A user's or a token's name, as far as a schema says it: its length (code points, as userNameProblem
+ * counts them). Its characters are in the description only: the rule is Unicode's (general categories
+ * Cc, Cf, Cs, Zl, Zp, with joiners kept where scripts need them), which a pattern could say only with
+ * property escapes and lookbehind, read differently or not at all outside a regular expression's
+ * Unicode mode; and the server's refusal names the character it found, which a schema refusal cannot.
+ */
+const NAME_LENGTH = { minLength: 1, maxLength: USER_MAX_CHARS };
+const NAME_CHARACTERS =
+  'no control characters, invisible format characters (bidirectional controls, zero-width characters) or line separators; ' +
+  'no leading or trailing whitespace (the server checks these: 400, 40007)';
+
 const ScopeSchema = Type.Unsafe<Scope>(Type.String({ enum: [...SCOPES] }));
 
 export const NewTokenSchema = Type.Object(
   {
     user: Type.String({
-      description: 'The user the token acts for: 1 to 128 characters; no control characters, invisible format characters (bidirectional controls, zero-width characters) or line separators; no leading or trailing whitespace',
+      ...NAME_LENGTH,
+      description: `The user the token acts for: 1 to ${USER_MAX_CHARS} characters; ${NAME_CHARACTERS}`,
     }),
     scopes: Type.Optional(
       Type.Array(ScopeSchema, {
@@ -35,11 +48,13 @@ export const NewTokenSchema = Type.Object(
     expiresIn: Type.Optional(
       Type.String({
         pattern: DURATION.source,
-        description: 'Lifetime, as for `token create --expires-in`: a whole number 1–999999 and s, m, h or d (90s, 15m, 12h, 30d). Default: no expiry',
+        description:
+          'Lifetime, as for `token create --expires-in`: a whole number 0–999999 and s, m, h or d (90s, 15m, 12h, 30d), or 0 ' +
+          '(a token expired from the start). Default: no expiry',
       }),
     ),
     name: Type.Optional(
-      Type.String({ description: 'A label shown in listings; the same rules as a user name' }),
+      Type.String({ ...NAME_LENGTH, description: `A label shown in listings; the same rules as a user name: 1 to ${USER_MAX_CHARS} characters; ${NAME_CHARACTERS}` }),
     ),
   },
   {

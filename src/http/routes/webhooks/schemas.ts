@@ -3,7 +3,7 @@ import { STORABLE_TEXT } from '../../../domain/plant.js';
 import type { DeliveryState, WebhookDeliveryView, WebhookView } from '../../../domain/webhook.js';
 import { WEBHOOK_URL_MAX_CHARS } from '../../../webhooks/destination.js';
 import { DEFAULT_SECRET_OVERLAP, OVERLAP, RFC3339 } from '../../../webhooks/operations.js';
-import { DESCRIPTION_MAX_CHARS } from '../../../webhooks/register.js';
+import { DESCRIPTION_MAX_CHARS, URL_FORM } from '../../../webhooks/register.js';
 
 /**
  * The schemas of the /webhooks routes, published under components.schemas (see schemas.ts). Responses
@@ -12,10 +12,13 @@ import { DESCRIPTION_MAX_CHARS } from '../../../webhooks/register.js';
  */
 const Url = () =>
   Type.String({
+    minLength: 1,
     maxLength: WEBHOOK_URL_MAX_CHARS,
+    pattern: URL_FORM,
     description:
-      `Absolute http: or https: URL, at most ${WEBHOOK_URL_MAX_CHARS} characters, without credentials, spaces or control characters; ` +
-      'not a loopback, private, link-local, unspecified or multicast address unless the server allows them (WEBHOOK_ALLOW_PRIVATE)',
+      `Absolute http: or https: URL, at most ${WEBHOOK_URL_MAX_CHARS} characters, without credentials, spaces, control characters or unpaired surrogates; ` +
+      'not a loopback, private, link-local, unspecified or multicast address unless the server allows them (WEBHOOK_ALLOW_PRIVATE). ' +
+      'The pattern gives the scheme and the characters; that a host follows, without credentials, and what address it is, the server checks (400)',
   });
 const Description = () =>
   Type.String({
@@ -107,7 +110,9 @@ export const WebhookRecoverySchema = Type.Object(
   {
     since: Type.String({
       pattern: RFC3339,
-      description: 'An RFC 3339 date-time: every failed event created at or after it (and still kept) is queued again',
+      description:
+        'An RFC 3339 date-time whose date exists (the pattern spells out the calendar) and whose seconds are 00 to 59 (no leap second): ' +
+        'every failed event created at or after it (and still kept) is queued again',
     }),
   },
   { $id: 'WebhookRecovery', description: 'Which failed events to send again' },
@@ -119,7 +124,9 @@ export const WebhookSecretRotationSchema = Type.Object(
     overlap: Type.Optional(Type.String({
       pattern: OVERLAP,
       default: DEFAULT_SECRET_OVERLAP,
-      description: `How long the replaced secret keeps signing too: 0 (not at all) or a duration such as 90s, 15m, 24h, 7d (at most); default ${DEFAULT_SECRET_OVERLAP}`,
+      description:
+        'How long the replaced secret keeps signing too: 0 (not at all; 0s, 0m, 0h and 0d alike) or a duration such as 90s, 15m, 24h, ' +
+        `at most 7d (604800s, 10080m, 168h); default ${DEFAULT_SECRET_OVERLAP}`,
     })),
   },
   { $id: 'WebhookSecretRotation', description: 'How to rotate; the body may be left out' },

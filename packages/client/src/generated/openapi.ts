@@ -378,6 +378,7 @@ export interface components {
          *     | 50300 | 503 | The store is unavailable; retry shortly |
          *     | 50301 | 503 | This instance is starting or shutting down; retry (another instance) |
          *     | 50302 | 503 | The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) |
+         *     | 50303 | 503 | The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) |
          */
         Error: {
             /**
@@ -385,7 +386,7 @@ export interface components {
              * @description HTTP status × 100 + detail; see the table in this schema's description
              * @enum {integer}
              */
-            error: 40000 | 40001 | 40002 | 40003 | 40004 | 40005 | 40006 | 40007 | 40008 | 40100 | 40101 | 40300 | 40301 | 40400 | 40401 | 40402 | 40403 | 40404 | 40500 | 40800 | 40900 | 40901 | 40902 | 41300 | 41400 | 41500 | 41700 | 42900 | 42901 | 43100 | 50000 | 50300 | 50301 | 50302;
+            error: 40000 | 40001 | 40002 | 40003 | 40004 | 40005 | 40006 | 40007 | 40008 | 40100 | 40101 | 40300 | 40301 | 40400 | 40401 | 40402 | 40403 | 40404 | 40500 | 40800 | 40900 | 40901 | 40902 | 41300 | 41400 | 41500 | 41700 | 42900 | 42901 | 43100 | 50000 | 50300 | 50301 | 50302 | 50303;
             message: string;
         };
         /** @description A webhook endpoint to register; unknown fields are ignored */
@@ -673,6 +674,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getLiveness: {
@@ -742,6 +752,15 @@ export interface operations {
             };
             /** @description 50000: Internal error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -859,7 +878,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1000,7 +1019,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1138,7 +1157,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1248,7 +1267,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1389,7 +1408,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1527,7 +1546,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1671,7 +1690,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1796,7 +1815,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1947,7 +1966,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2100,7 +2119,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2244,7 +2263,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2393,7 +2412,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2494,7 +2513,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2626,7 +2645,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2755,7 +2774,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2840,7 +2859,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;

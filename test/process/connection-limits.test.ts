@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { nearCapAt } from '../../src/http/plugins/connections.js';
@@ -201,22 +200,41 @@ function hold(t: TestContext, port: number, localAddress: string): void {
 }
 
 test('TRUST_PROXY proxies are not limited per address; other addresses are', async (t) => {
-  const server = await holdingApp(t, { maxConnections: 16, maxConnectionsPerAddress: 2, trustProxy: '127.0.0.1' });
+  const server = await holdingApp(t, { maxConnections: 64, maxConnectionsPerAddress: 2, trustProxy: '127.0.0.1' });
   const { port } = server;
-  // 12 from the proxy and 2 from another address, each with a request in progress: 14 of 16 open, 7/8.
-  for (let i = 0; i < 12; i++) hold(t, port, '127.0.0.1');
-  await server.held(12);
+  // 54 from the proxy and 2 from another address, each with a request in progress: 56 of 64 open, 7/8,
+  // and room below the cap for the connections opened next.
+  for (let i = 0; i < 54; i++) hold(t, port, '127.0.0.1');
+  await server.held(54);
   for (let i = 0; i < 2; i++) hold(t, port, '127.0.0.3');
-  await server.held(14);
+  await server.held(56);
   assert.equal(await silentClient(t, port, '127.0.0.1').first, 200, 'the proxy, far over the share, is served');
   const over = silentClient(t, port, '127.0.0.3');
   assert.equal(await over.first, 503, 'the other address, at its share, is refused');
   assert.match(await over.closed, /"error":50303/);
-  // A refused connection that sends no request is closed, not left holding a slot.
+  // Refused connections waiting for their request are few per address: of six opened at once, two are
+  // closed at once, and the four others still answer the request sent once those two have closed.
+  const mutes = Array.from({ length: 6 }, () => {
+    const socket = connect({ port, host: '127.0.0.1', localAddress: '127.0.0.3' });
+    t.after(() => socket.destroy());
+    socket.on('error', () => undefined);
+    let received = '';
+    socket.on('data', (d) => (received += d.toString('latin1')));
+    return { socket, closed: new Promise<string>((resolve) => socket.once('close', () => resolve(received))) };
+  });
+  let closedCount = 0;
+  await new Promise<void>((resolve) => {
+    for (const m of mutes) void m.closed.then(() => ++closedCount === 2 && resolve());
+  });
+  const waiting = mutes.filter((m) => !m.socket.destroyed);
+  assert.equal(waiting.length, 4);
+  for (const m of waiting) m.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+  for (const m of waiting) assert.match(await m.closed, /^HTTP\/1\.1 503 [^]*"error":50303/);
+  // One that sends no request is closed within a second, not left holding a slot.
   const mute = connect({ port, host: '127.0.0.1', localAddress: '127.0.0.3' });
   t.after(() => mute.destroy());
   mute.on('error', () => undefined);
-  await once(mute, 'close');
+  await new Promise((resolve) => mute.once('close', resolve));
   server.release();
 });
 

@@ -20,6 +20,13 @@ const NEAR_CAP_IDLE_MS = 1000;
  * As long as an idle connection is given near the cap: a round trip and a busy client.
  */
 const REFUSED_WAIT_MS = NEAR_CAP_IDLE_MS;
+/**
+ * At most this many refused connections of one client address wait for their request at a time; further
+ * ones are closed at once, unanswered. Otherwise an address could hold the slots above nearCapAt with
+ * refused connections that never send a request. A client refused in a burst still has some of its
+ * requests answered, and the others fail as a closed connection, which it retries as any other.
+ */
+const REFUSALS_WAITING_PER_ADDRESS = 4;
 /** How often, while near the cap, connections are looked at. */
 const SWEEP_INTERVAL_MS = 250;
 /** A warning repeats at most this often, with how many times its condition arose meanwhile. */
@@ -65,7 +72,8 @@ function throttledWarning(log: FastifyBaseLogger, message: string): (fields: Rec
  *   request is answered 503 (tooManyConnections, Retry-After, Connection: close) through the app like any
  *   other answer, so that the answer is to a request the client sent (an answer written before the
  *   request would be taken for the answer to whatever it sends next); one that sends none within
- *   REFUSED_WAIT_MS is closed. TRUST_PROXY's proxies have no share: each speaks for many clients.
+ *   REFUSED_WAIT_MS is closed, and past REFUSALS_WAITING_PER_ADDRESS waiting, one is closed at once.
+ *   TRUST_PROXY's proxies have no share: each speaks for many clients.
  * - Near MAX_CONNECTIONS, connections with no request in progress are closed after NEAR_CAP_IDLE_MS of
  *   silence (idle between requests, silent since they opened, or stalled in their headers), checked like
  *   the drain's: a connection on which bytes arrived, or whose answer is being written, is kept. Those of
@@ -85,6 +93,8 @@ export function limitConnections(server: Server, settings: ConnectionSettings, l
   /** Every open connection, with its client's key (undefined: not held to a share). */
   const open = new Map<Socket, string | undefined>();
   const byClient = new Map<string, number>();
+  /** Per client address, its refused connections waiting for their request. */
+  const waiting = new Map<string, number>();
   const watched = new Map<Socket, Watched>();
   const refusal = new ApiError(ERRORS.tooManyConnections, ERRORS.tooManyConnections.message, { ...RETRY_AFTER, connection: 'close' });
   let sweeper: NodeJS.Timeout | undefined;
@@ -127,10 +137,21 @@ export function limitConnections(server: Server, settings: ConnectionSettings, l
       const count = byClient.get(key) ?? 0;
       if (count >= perAddress && open.size >= nearCap) {
         warnRefused({ address: key, limit: perAddress, open: open.size });
+        const refused = waiting.get(key) ?? 0;
+        if (refused >= REFUSALS_WAITING_PER_ADDRESS) {
+          socket.destroy();
+          return;
+        }
+        waiting.set(key, refused + 1);
         refuseConnection(socket, refusal);
         const unanswered = setTimeout(() => socket.destroy(), REFUSED_WAIT_MS);
         unanswered.unref();
-        socket.once('close', () => clearTimeout(unanswered));
+        socket.once('close', () => {
+          clearTimeout(unanswered);
+          const left = (waiting.get(key) ?? 1) - 1;
+          if (left === 0) waiting.delete(key);
+          else waiting.set(key, left);
+        });
       }
       byClient.set(key, count + 1);
     }

@@ -17,7 +17,7 @@ import { plantRoutes } from './http/routes/plants/index.js';
 import { tokenRoutes } from './http/routes/tokens/index.js';
 import { webhookRoutes } from './http/routes/webhooks/index.js';
 import { bearerAuth, verifiers } from './http/auth/index.js';
-import { enforceProtocol, framingError } from './http/plugins/protocol.js';
+import { enforceProtocol, refusal } from './http/plugins/protocol.js';
 import { exactPathIds, strictQuery } from './http/plugins/query.js';
 import { AuthFailureLimit, TokenRateLimit } from './http/auth/limits.js';
 import { addSharedSchemas } from './http/schemas.js';
@@ -74,8 +74,11 @@ function errorSender(outage: StoreOutage | undefined): ErrorSender {
     // A 503 is an expected condition, logged once per change of state rather than per request: a store
     // outage by StoreOutage (warn, no stack), start-up and drain by server.ts. A 500 is a bug: its stack.
     if (row === ERRORS.storeUnavailable) outage?.failed(error instanceof Error ? error : new Error(message), request.log);
-    // The identity provider's state is logged by its key cache (http/auth/jwks.ts), once per change.
-    else if (row !== ERRORS.notServing && row !== ERRORS.identityProviderUnavailable) request.log.error({ err: error }, 'request failed');
+    // The identity provider's state is logged by its key cache (http/auth/jwks.ts), once per change;
+    // connection refusals by http/plugins/connections.ts, at most once a minute.
+    else if (row !== ERRORS.notServing && row !== ERRORS.identityProviderUnavailable && row !== ERRORS.tooManyConnections) {
+      request.log.error({ err: error }, 'request failed');
+    }
     // A 5xx shows no internal text; the request id ties the answer to the logged cause.
     return reply.code(row.status).headers(headers).send({ error: row.code, message: `${message} (request id ${request.id})` });
   };
@@ -136,7 +139,7 @@ export function createServer({ logger, ...overrides }: ServerOptions): FastifyIn
     // a request has no route, so no hook runs (Fastify gives it a context without hooks): the security
     // headers are set here, and a framing error takes precedence as it would in the hook (http/plugins/protocol.ts).
     frameworkErrors: (error, request, reply) =>
-      sendFrameworkError(framingError(request.raw) ?? error, request, reply.headers(SECURITY_HEADERS)),
+      sendFrameworkError(refusal(request.raw) ?? error, request, reply.headers(SECURITY_HEADERS)),
     ajv: {
       customOptions: {
         // Fastify coerces types by default, which would accept {"name": 5} as "5" and {"id": "5"} as 5.

@@ -95,8 +95,8 @@ export const OPTIONS = [
   integerOption('maxHeaderSize', 'MAX_HEADER_SIZE', '16384', 'Largest request line plus headers in bytes (larger: 431)', 1024, 1024 * 1024),
   integerOption('maxUrlLength', 'MAX_URL_LENGTH', '4096', 'Longest request URL in characters (longer: 414)', 64, 1024 * 1024),
   integerOption('maxJsonDepth', 'MAX_JSON_DEPTH', '32', 'Deepest nesting of arrays and objects in a JSON body (deeper: 400)', 1, 1000),
-  integerOption('maxConnections', 'MAX_CONNECTIONS', '4096', 'Open connections at most; further ones are closed at once. From 7/8 of it on, a connection with no request in progress is closed after 1 s of silence (else at the keep-alive timeout, 72 s)', 1, 1_000_000),
-  integerOption('maxConnectionsPerAddress', 'MAX_CONNECTIONS_PER_ADDRESS', '256', 'Open connections from one client address (an IPv6 client: its /64) at most; further ones are closed at once. TRUST_PROXY\'s proxies are not limited (0 turns the limit off)', 0, 1_000_000),
+  integerOption('maxConnections', 'MAX_CONNECTIONS', '4096', 'Open connections at most; further ones are closed at once, unanswered. From 7/8 of it on, a connection with no request in progress is closed after 1 s of silence (else at the keep-alive timeout, 72 s), and MAX_CONNECTIONS_PER_ADDRESS applies', 1, 1_000_000),
+  integerOption('maxConnectionsPerAddress', 'MAX_CONNECTIONS_PER_ADDRESS', '256', 'Open connections from one client address (an IPv6 client: its /64) at most, once 7/8 of MAX_CONNECTIONS are open (below that, any number): a further one is answered 503 (50303) and closed, and the address\'s idle connections over it are closed first. TRUST_PROXY\'s proxies are not limited (0 turns the limit off)', 0, 1_000_000),
   // Positive: Node's HTTP server reads a request timeout of 0 as none at all.
   durationOption('requestTimeoutMs', 'REQUEST_TIMEOUT', '30s', 'A request (headers and body) must arrive within this time (else 408, connection closed)', { positive: true }),
   durationOption('drainTimeoutMs', 'DRAIN_TIMEOUT', '10s', 'On SIGTERM/SIGINT, how long in-flight requests may finish before their connections are closed'),

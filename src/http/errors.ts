@@ -72,6 +72,10 @@ export const ERRORS = {
     status: 503, code: 50302,
     message: 'The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After)',
   },
+  tooManyConnections: {
+    status: 503, code: 50303,
+    message: 'The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After)',
+  },
 } as const satisfies Record<string, ErrorRow>;
 
 export const ERROR_ROWS: readonly ErrorRow[] = Object.values(ERRORS);

@@ -61,10 +61,12 @@ export const TAG = {
  * What any request can be answered, whatever its route, before the route's own steps run: a malformed
  * request (URL, headers, framing, no Host: 40000), one not received within REQUEST_TIMEOUT_MS (40800, by
  * the parser), a URL over MAX_URL_LENGTH (41400), an Expect other than 100-continue (41700), headers over
- * MAX_HEADER_SIZE (43100, by the parser), and an internal error (50000).
+ * MAX_HEADER_SIZE (43100, by the parser), an internal error (50000), and a connection refused because its
+ * client address holds its share while the server is near MAX_CONNECTIONS (50303).
  */
 const ANY_REQUEST: readonly ErrorRow[] = [
   ERRORS.badRequest, ERRORS.requestTimeout, ERRORS.urlTooLong, ERRORS.expectationFailed, ERRORS.headersTooLarge, ERRORS.internal,
+  ERRORS.tooManyConnections,
 ];
 
 /** What a route that uses the store can answer besides: a store out of reach (50300), an instance starting or draining (50301). */

@@ -126,8 +126,8 @@ test('delete: a 404 after an attempt that may have been carried out unseen resol
   // A 503 from the store may come after the store wrote: the same.
   const storeDown = await standIn(t, { target: url, steps: [answer(ERRORS.storeUnavailable, '0')] });
   await new PlantStore({ baseUrl: storeDown.url, token: secret }).delete(1);
-  // Refused before it was handled (429, 503 50301): the 404 is the plant's absence, and is thrown.
-  for (const refusal of [answer(ERRORS.rateLimited, '0'), answer(ERRORS.notServing, '0')]) {
+  // Refused before it was handled (429, 503 50301, 50303): the 404 is the plant's absence, and is thrown.
+  for (const refusal of [answer(ERRORS.rateLimited, '0'), answer(ERRORS.notServing, '0'), answer(ERRORS.tooManyConnections, '0')]) {
     const proxy = await standIn(t, { target: url, steps: [refusal] });
     await apiError(new PlantStore({ baseUrl: proxy.url, token: secret }).delete(1), { status: 404, error: ERRORS.plantNotFound.code });
     assert.equal(proxy.seen.length, 2);

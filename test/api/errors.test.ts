@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import type { InjectOptions } from 'fastify';
@@ -133,6 +134,27 @@ test('every row of the error table is produced by some request, with the Error b
   expectRow(ERRORS.expectationFailed, unmeetable.status, unmeetable.body, 'an Expect other than 100-continue');
   const garbage = parseRaw(await raw(app, 'NOT HTTP AT ALL\r\n\r\n'));
   expectRow(ERRORS.badRequest, garbage.status, garbage.body, 'garbled request line');
+
+  // 50303: a server near MAX_CONNECTIONS (here 2: from one open connection on) refuses a connection from
+  // an address at its share (here 1), answering its request. The first connection holds a request in
+  // progress, so that nothing closes it meanwhile.
+  const crowded = await testApp(t, { maxConnections: 2, maxConnectionsPerAddress: 1 });
+  let arrived: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => (arrived = resolve));
+  crowded.app.get('/hold', () => {
+    arrived();
+    return new Promise(() => undefined);
+  });
+  await crowded.app.listen({ port: 0, host: '127.0.0.1' });
+  const holder = connect((crowded.app.server.address() as { port: number }).port, '127.0.0.1');
+  t.after(() => holder.destroy());
+  holder.on('error', () => undefined);
+  holder.write('GET /hold HTTP/1.1\r\nHost: x\r\n\r\n');
+  await held;
+  const refused = parseRaw(await raw(crowded.app, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'));
+  expectRow(ERRORS.tooManyConnections, refused.status, refused.body, 'an address at its share near MAX_CONNECTIONS');
+  assert.equal(refused.headers['retry-after'], '2');
+  holder.destroy();
 
   // A client that starts a request and never finishes it is cut off with 408 (here after 300 ms).
   const slow = await testApp(t, { requestTimeoutMs: 300 });

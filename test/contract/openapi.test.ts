@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ERROR_ROWS } from '../../src/http/errors.js';
+import { ERROR_ROWS, ERRORS } from '../../src/http/errors.js';
 import { errorTableMarkdown } from '../../src/http/openapi.js';
 import { testApp } from '../helpers/app.js';
 
@@ -81,9 +81,9 @@ const OPERATIONS: Record<string, { operationId: string; tag: string; security: u
     operationId: 'revokeToken', tag: 'tokens', security: TOKEN,
     statuses: ['204', '400', '401', '404', '408', '413', '414', '415', '417', '429', '431', '500', '503'],
   },
-  'GET /healthz': { operationId: 'getLiveness', tag: 'operations', security: [], statuses: ['200', '400', '408', '414', '417', '431', '500'] },
+  'GET /healthz': { operationId: 'getLiveness', tag: 'operations', security: [], statuses: ['200', '400', '408', '414', '417', '431', '500', '503'] },
   'GET /readyz': { operationId: 'getReadiness', tag: 'operations', security: [], statuses: ['200', '400', '408', '414', '417', '431', '500', '503'] },
-  'GET /openapi.json': { operationId: 'getOpenApi', tag: 'document', security: [], statuses: ['200', '400', '408', '414', '417', '431', '500'] },
+  'GET /openapi.json': { operationId: 'getOpenApi', tag: 'document', security: [], statuses: ['200', '400', '408', '414', '417', '431', '500', '503'] },
 };
 
 test('GET /openapi.json needs no token and describes the API as OpenAPI 3.1, version 1.0.0', async (t) => {
@@ -121,6 +121,7 @@ test('GET /openapi.json needs no token and describes the API as OpenAPI 3.1, ver
     assert.match(op.responses['417']?.description ?? '', /^41700: /, name);
     assert.match(op.responses['431']?.description ?? '', /^43100: /, name);
     assert.match(op.responses['408']?.description ?? '', /^40800: /, name);
+    assert.match(op.responses['503']?.description ?? '', /50303: /, name);
     if (expected.security === TOKEN) {
       assert.match(op.responses['429']?.description ?? '', /42900.*42901/, name);
       assert.match(op.responses['503']?.description ?? '', /^50300: .*; 50301: .*; 50302: /, name);
@@ -129,7 +130,11 @@ test('GET /openapi.json needs no token and describes the API as OpenAPI 3.1, ver
   }
   const byName = Object.fromEntries(documented);
   assert.match(byName['POST /plants']?.responses['409']?.description ?? '', /40900/);
-  assert.equal(byName['GET /readyz']?.responses['503']?.description, '50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance)');
+  assert.equal(
+    byName['GET /readyz']?.responses['503']?.description,
+    '50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); ' +
+      `50303: ${ERRORS.tooManyConnections.message}`,
+  );
   const operationIds = documented.map(([, op]) => op.operationId);
   assert.equal(new Set(operationIds).size, operationIds.length, 'operationIds are unique');
 

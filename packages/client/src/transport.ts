@@ -28,8 +28,11 @@ export interface Answer {
   readonly uncertain: boolean;
 }
 
-/** 503s raised before the request reaches its handler, so nothing of it was carried out. */
-const REFUSED_BEFORE_HANDLING = new Set([50301, 50302]);
+/**
+ * 503s raised before the request reaches its handler, so nothing of it was carried out: not serving,
+ * identity provider out of reach, too many connections from this address.
+ */
+const REFUSED_BEFORE_HANDLING = new Set([50301, 50302, 50303]);
 /** The first wait when the server names none (no Retry-After, or a network failure); doubled each retry. */
 const BACKOFF_START_MS = 500;
 

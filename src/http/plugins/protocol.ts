@@ -6,9 +6,13 @@ import { ApiError, ERRORS, writeRawError } from '../errors.js';
 /** Marks a request whose Expect header Node found unmeetable (see below). */
 const EXPECTATION_FAILED = Symbol('expectationFailed');
 type Marked = IncomingMessage & { [EXPECTATION_FAILED]?: true };
-/** Marks a connection whose framing was refused: nothing more read from it is a request. */
-const FRAMING_REFUSED = Symbol('framingRefused');
-type MarkedSocket = Socket & { [FRAMING_REFUSED]?: true };
+/**
+ * Marks a refused connection with its refusal: every request read from it is answered with that error,
+ * and Connection: close. Set when its framing was refused (nothing more read from it is a request), or
+ * when it was refused as it opened (plugins/connections.ts).
+ */
+const REFUSED = Symbol('refused');
+type MarkedSocket = Socket & { [REFUSED]?: ApiError };
 
 const CLOSE = { connection: 'close' };
 
@@ -35,7 +39,7 @@ export function enforceProtocol(app: FastifyInstance, { maxUrlLength }: { maxUrl
   });
   app.addHook('onRequest', (request, _reply, done) => {
     const raw = request.raw as Marked;
-    const refused = framingError(raw);
+    const refused = refusal(raw);
     if (refused !== undefined) return done(refused);
     if (request.url.length > maxUrlLength) return done(new ApiError(ERRORS.urlTooLong));
     // RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without Host.
@@ -74,21 +78,32 @@ function repeatedField(rawHeaders: readonly string[]): 'Host' | 'Authorization' 
 }
 
 /**
- * The refusal of a request whose body framing this server does not read, if it is one; also used for
- * requests Fastify refuses before routing (a bad URL), which no hook sees. The answer closes the
- * connection. Node goes on parsing what arrived with the request (with `gzip, chunked` it can frame a
- * request after the body) and would run it, its answer discarded: the connection is marked, and anything
- * read from it afterwards is refused too, so nothing after the refusal runs.
+ * A connection refused before its first request was read (plugins/connections.ts): each request read
+ * from it is answered with `error`, which should say Connection: close, so that the answer is to a
+ * request the client sent, never one it has yet to send.
  */
-export function framingError(request: IncomingMessage): ApiError | undefined {
+export function refuseConnection(socket: Socket, error: ApiError): void {
+  (socket as MarkedSocket)[REFUSED] = error;
+}
+
+/**
+ * The refusal of a request: its connection's (refuseConnection), or that of a request whose body framing
+ * this server does not read. Also used for requests Fastify refuses before routing (a bad URL), which no
+ * hook sees. The answer closes the connection. Node goes on parsing what arrived with the request (with
+ * `gzip, chunked` it can frame a request after the body) and would run it, its answer discarded: the
+ * connection is marked, and anything read from it afterwards is refused too, so nothing after the
+ * refusal runs. One property read per request, whatever the outcome.
+ */
+export function refusal(request: IncomingMessage): ApiError | undefined {
   const socket = request.socket as MarkedSocket;
-  if (!socket[FRAMING_REFUSED] && (request.headers['transfer-encoding'] === undefined || onlyChunked(request))) return undefined;
-  socket[FRAMING_REFUSED] = true;
-  return new ApiError(
+  const refused = socket[REFUSED];
+  if (refused !== undefined) return refused;
+  if (request.headers['transfer-encoding'] === undefined || onlyChunked(request)) return undefined;
+  return (socket[REFUSED] = new ApiError(
     ERRORS.badRequest,
     `${ERRORS.badRequest.message}: Transfer-Encoding must be exactly "chunked" (on HTTP/1.1, without Content-Length)`,
     CLOSE,
-  );
+  ));
 }
 
 /**

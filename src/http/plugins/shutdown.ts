@@ -29,20 +29,21 @@ export interface Watched {
  * Closes the connections of `open` that have had no request in progress, and nothing arriving, for
  * `idleMs`: what each was last seen with is kept in `watched` from one call to the next. Used by the drain
  * and, near MAX_CONNECTIONS, by plugins/connections.ts. A connection on which bytes arrived, or whose answer is
- * being written, starts its quiet time over.
+ * being written, starts its quiet time over. With `pick`, only the quiet connections it agrees to are
+ * closed. Returns how many are to be closed (right after the event loop has read pending input).
  */
-export function closeQuiet(open: Iterable<Socket>, watched: Map<Socket, Watched>, idleMs: number): void {
+export function closeQuiet(open: Iterable<Socket>, watched: Map<Socket, Watched>, idleMs: number, pick?: (socket: Socket) => boolean): number {
   const now = Date.now();
   const quiet: Socket[] = [];
   for (const socket of open) {
     const seen = watched.get(socket);
     if (!seen || seen.bytesRead !== socket.bytesRead || answering(socket)) {
       watched.set(socket, { bytesRead: socket.bytesRead, quietSince: now });
-    } else if (now - seen.quietSince >= idleMs) {
+    } else if (now - seen.quietSince >= idleMs && (pick === undefined || pick(socket))) {
       quiet.push(socket);
     }
   }
-  if (quiet.length === 0) return;
+  if (quiet.length === 0) return 0;
   // Timers run before the event loop polls for input; setImmediate runs right after it has. Bytes
   // that arrived in between have then been read, and the connection is kept.
   setImmediate(() => {
@@ -50,6 +51,7 @@ export function closeQuiet(open: Iterable<Socket>, watched: Map<Socket, Watched>
       if (socket.bytesRead === watched.get(socket)?.bytesRead && !answering(socket)) socket.destroy();
     }
   });
+  return quiet.length;
 }
 
 /**
@@ -106,7 +108,9 @@ export function drainOnClose(app: FastifyInstance, { drainTimeoutMs }: { drainTi
     }, drainTimeoutMs);
     if (app.server.listening) NetServer.prototype.close.call(app.server);
     const watched = new Map<Socket, Watched>();
-    const sweep = (): void => closeQuiet(open, watched, DRAIN_IDLE_MS);
+    const sweep = (): void => {
+      closeQuiet(open, watched, DRAIN_IDLE_MS);
+    };
     const finish = (): void => {
       if (open.size > 0) return;
       clearInterval(sweeper);

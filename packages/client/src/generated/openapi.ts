@@ -379,6 +379,7 @@ export interface components {
          *     | 50300 | 503 | The store is unavailable; retry shortly |
          *     | 50301 | 503 | This instance is starting or shutting down; retry (another instance) |
          *     | 50302 | 503 | The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) |
+         *     | 50303 | 503 | The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) |
          */
         Error: {
             /**
@@ -386,7 +387,7 @@ export interface components {
              * @description HTTP status × 100 + detail; see the table in this schema's description
              * @enum {integer}
              */
-            error: 40000 | 40001 | 40002 | 40003 | 40004 | 40005 | 40006 | 40007 | 40008 | 40100 | 40101 | 40300 | 40301 | 40400 | 40401 | 40402 | 40403 | 40404 | 40500 | 40800 | 40900 | 40901 | 40902 | 40903 | 41300 | 41400 | 41500 | 41700 | 42900 | 42901 | 43100 | 50000 | 50300 | 50301 | 50302;
+            error: 40000 | 40001 | 40002 | 40003 | 40004 | 40005 | 40006 | 40007 | 40008 | 40100 | 40101 | 40300 | 40301 | 40400 | 40401 | 40402 | 40403 | 40404 | 40500 | 40800 | 40900 | 40901 | 40902 | 40903 | 41300 | 41400 | 41500 | 41700 | 42900 | 42901 | 43100 | 50000 | 50300 | 50301 | 50302 | 50303;
             message: string;
         };
         /** @description A webhook endpoint to register; unknown fields are ignored */
@@ -674,6 +675,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getLiveness: {
@@ -743,6 +753,15 @@ export interface operations {
             };
             /** @description 50000: Internal error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -860,7 +879,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1001,7 +1020,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1139,7 +1158,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1249,7 +1268,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1390,7 +1409,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1528,7 +1547,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1672,7 +1691,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1797,7 +1816,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1948,7 +1967,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2101,7 +2120,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2245,7 +2264,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2394,7 +2413,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2495,7 +2514,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2627,7 +2646,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2756,7 +2775,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2841,7 +2860,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance) */
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, preParsingHookHandler } from 'fastify';
 import { ApiError, ERRORS } from '../errors.js';
 import { ChunkedFraming } from './chunked-framing.js';
 import { onlyChunked } from './protocol.js';
@@ -40,17 +40,18 @@ const tooLarge = (): ApiError =>
  * holds that read's bytes; the body's framing starts after the head, and is read on from there. If
  * the body goes on past that read, a 'data' listener on the socket sees the reads that follow (Node
  * then parses them in JavaScript, as it does once anyone listens to a server socket) until the body's
- * framing ends. Requests without Transfer-Encoding pay one header check.
+ * framing ends. Requests without Transfer-Encoding pay one header check, and on routes that read a
+ * body, one preParsing hook that finds nothing to do.
  */
 export function refuseOversizedChunks(app: FastifyInstance, { maxBodySize }: { maxBodySize: number }): void {
   // Before Fastify's own listener: its hooks may reach preParsing in this same call.
   app.server.prependListener('request', (request: IncomingMessage) => {
     if (request.headers['transfer-encoding'] !== undefined && onlyChunked(request)) watchBody(request, maxBodySize);
   });
-  app.addHook('preParsing', (request, _reply, payload, done) => {
+  const refuseWhenAnnounced: preParsingHookHandler = (request, _reply, payload, done) => {
     const watch = (request.raw as Watched)[WATCH];
-    // A request no route takes is answered 404 or 405 whatever its body (http/plugins/not-found.ts).
-    if (watch === undefined || watch.state === 'done' || request.is404 || BODYLESS.has(request.method)) return done(null, payload);
+    // A route may take GET and POST alike.
+    if (watch === undefined || watch.state === 'done' || BODYLESS.has(request.method)) return done(null, payload);
     // Announced while earlier hooks ran (authentication).
     if (watch.state === 'oversize') return done(tooLarge());
     const guarded = new PassThrough();
@@ -59,6 +60,13 @@ export function refuseOversizedChunks(app: FastifyInstance, { maxBodySize }: { m
     payload.pipe(guarded);
     watch.refuse = () => guarded.destroy(tooLarge());
     done(null, guarded);
+  };
+  // Only on routes of a method Fastify reads a body for, so that others (GET /plants) pay nothing more.
+  // A request no route takes is answered 404 or 405 whatever its body (http/plugins/not-found.ts): the
+  // not-found route is not one of these.
+  app.addHook('onRoute', (route) => {
+    if ([route.method].flat().every((method) => BODYLESS.has(method))) return;
+    route.preParsing = [refuseWhenAnnounced, ...[route.preParsing ?? []].flat()];
   });
 }
 

@@ -18,6 +18,7 @@ import { tokenRoutes } from './http/routes/tokens/index.js';
 import { webhookRoutes } from './http/routes/webhooks/index.js';
 import { bearerAuth, verifiers } from './http/auth/index.js';
 import { enforceProtocol, refusal } from './http/plugins/protocol.js';
+import { refuseOversizedChunks } from './http/plugins/chunked-limit.js';
 import { exactPathIds, strictQuery } from './http/plugins/query.js';
 import { AuthFailureLimit, TokenRateLimit } from './http/auth/limits.js';
 import { addSharedSchemas } from './http/schemas.js';
@@ -180,6 +181,8 @@ export const plantstore = fp(
     app.setNotFoundHandler(notFound.hooks as object, notFound.handler);
     // First of all hooks: framing, protocol and URL length checks, before anything reads the request.
     enforceProtocol(app, { maxUrlLength: settings.maxUrlLength });
+    // A chunked body whose chunks announce more than MAX_BODY_SIZE is 413 before that much arrives.
+    refuseOversizedChunks(app, { maxBodySize: settings.maxBodySize });
     securityHeaders(app);
     if (settings.accessLog) app.addHook('onResponse', logAccess);
     const drain = drainOnClose(app, { drainTimeoutMs: settings.drainTimeoutMs });

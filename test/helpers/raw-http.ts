@@ -1,5 +1,7 @@
-import { connect } from 'node:net';
+import { once } from 'node:events';
+import { connect, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
+import { eventually } from './webhook-receiver.js';
 
 /** One HTTP/1.1 answer read off a socket: status, lower-cased header names, body text. */
 export interface RawAnswer {
@@ -30,6 +32,40 @@ export async function raw(app: FastifyInstance, bytes: string, { end = false, wa
     socket.write(Buffer.from(bytes, 'latin1'));
     if (end) socket.end();
   });
+}
+
+/**
+ * Like `raw`, in parts: each is written once the server has read everything before it (its socket's
+ * byte count, polled: reading bytes fires no event), so each part reaches the server in a read of its
+ * own. `closed` says whether the server closed the connection within `waitMs` (else we did).
+ */
+export async function rawInParts(app: FastifyInstance, parts: readonly string[], { waitMs = 10_000 } = {}): Promise<{ received: string; closed: boolean }> {
+  if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as { port: number };
+  const accepted = once(app.server, 'connection') as Promise<[Socket]>;
+  const socket = connect(port, '127.0.0.1');
+  let received = '';
+  let closed = false;
+  socket.on('data', (d) => (received += d.toString('latin1')));
+  socket.once('end', () => (closed = true));
+  const ended = new Promise<void>((resolve, reject) => {
+    socket.on('error', reject);
+    socket.on('close', () => resolve());
+  });
+  const timer = setTimeout(() => socket.destroy(), waitMs);
+  const [server] = await accepted;
+  let sent = 0;
+  for (const part of parts) {
+    // Answered and closed early: the rest is not wanted.
+    if (closed || socket.destroyed) break;
+    const bytes = Buffer.from(part, 'latin1');
+    socket.write(bytes);
+    sent += bytes.length;
+    await eventually(() => (server.bytesRead >= sent || closed || socket.destroyed ? true : undefined), waitMs, 'the server reading a part');
+  }
+  await ended;
+  clearTimeout(timer);
+  return { received, closed };
 }
 
 /** Splits what a connection received into its answers (framed by Content-Length, or chunked). */

@@ -113,7 +113,7 @@ export function refusal(request: IncomingMessage): ApiError | undefined {
  * coding any more; on HTTP/1.0 any Transfer-Encoding means faulty framing; with Content-Length as well
  * it is a smuggling attempt (RFC 9112 §6.3), refused rather than guessed at.
  */
-function onlyChunked(request: IncomingMessage): boolean {
+export function onlyChunked(request: IncomingMessage): boolean {
   return (
     request.headers['transfer-encoding']?.toLowerCase() === 'chunked' &&
     request.httpVersion === '1.1' &&

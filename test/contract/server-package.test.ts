@@ -5,13 +5,15 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { spawnServer, type CliResult } from '../helpers/process.js';
 import { ROOT } from '../helpers/markdown.js';
+import { prebuiltHost, type PrebuiltHost } from '../helpers/prebuilt-host.js';
 import { copyCheckout, emptyProject, npm, pack, run, type Packed } from '../helpers/packages.js';
 
 /**
  * The server as a package: `npm pack` in a copy of the checkout (its prepare script builds dist/ there),
  * then `npm install` of the tarball into an empty project, as docs/production.md tells a user to, the
- * project allowing better-sqlite3's install script (npm 11's allowScripts), which compiles it from
- * source. @plantstore/client is not on the registry: the tarball carries it (bundleDependencies). Then
+ * project allowing better-sqlite3's install script (npm 11's allowScripts), which downloads its prebuilt
+ * addon (from a stand-in for its release host: test/helpers/prebuilt-host.ts). @plantstore/client is not
+ * on the registry: the tarball carries it (bundleDependencies). Then
  * `plantstore serve` runs from that project, with nothing of the checkout.
  */
 
@@ -21,18 +23,21 @@ let packed: Packed;
 let project: string;
 let installed: CliResult;
 
-// Building, packing and compiling better-sqlite3 take minutes on a loaded 2-core machine; each command
-// is bounded on its own, by a guard against hangs (test/helpers/packages.ts), and nothing bounds them
-// all: how long they take depends on what else the machine runs.
+// Building and packing take a while on a loaded 2-core machine; each command is bounded on its own, by
+// a guard against hangs (test/helpers/packages.ts), and nothing bounds them all: how long they take
+// depends on what else the machine runs.
 let checkout: string;
+let host: PrebuiltHost;
 
 before(async () => {
   checkout = copyCheckout(join(base, 'checkout'));
   packed = await pack(checkout, base);
   project = emptyProject(join(base, 'project'), { name: 'runs-plantstore', allowScripts: { 'better-sqlite3': true } });
-  // prebuild-install, better-sqlite3's first step, would try to download a binary; this makes it build
-  // from source at once (npm warns that it does not know the setting: it is prebuild-install's).
-  installed = await npm(['install', '--prefer-offline', packed.tarball], project, { npm_config_build_from_source: 'true' });
+  // prebuild-install, better-sqlite3's install script, downloads the addon from the host npm's
+  // environment names (npm warns that it does not know the setting: it is prebuild-install's).
+  host = await prebuiltHost();
+  after(() => host.close());
+  installed = await npm(['install', '--prefer-offline', packed.tarball], project, host.env);
 });
 
 test('npm pack builds the server and ships bin/, dist/ with the migrations and the client bundled; no sources, tests or maps', () => {
@@ -62,7 +67,9 @@ test('the tarball installs into an empty project with no registry copy of @plant
   const manifest = JSON.parse(readFileSync(join(project, 'node_modules/plantstore/package.json'), 'utf8')) as { scripts: object };
   assert.equal('prepare' in manifest.scripts, false);
   assert.doesNotMatch(installed.stderr, /plantstore@1\.0\.0 \(/, 'npm names no script of plantstore for review');
-  // better-sqlite3's install script ran (the project allowed it): its compiled addon is there.
+  // better-sqlite3's install script ran (the project allowed it): it asked for its prebuilt addon, and
+  // the addon is there.
+  assert.ok(host.requests.some((path) => path.endsWith('.tar.gz')), `the install script asked for its addon: ${host.requests.join(', ')}`);
   assert.ok(lstatSync(join(project, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node')).isFile(), installed.stderr);
 });
 

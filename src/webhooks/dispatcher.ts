@@ -17,8 +17,13 @@ export type DispatcherSettings = Pick<
   /** `plantstore/<version>`. */
   readonly userAgent: string;
   /** Metrics: told how each attempt ended (src/metrics/). */
-  readonly observer?: { attempted(outcome: AttemptResult['outcome']): void } | undefined;
+  readonly observer?: DeliveryObserver | undefined;
 };
+
+/** Told by the dispatcher how each delivery attempt ended (the metrics count them). */
+export interface DeliveryObserver {
+  attempted(outcome: AttemptResult['outcome']): void;
+}
 
 /** A claim outlives the attempt by this much beyond twice its timeout (a queued wait plus the attempt). */
 const LEASE_MARGIN_MS = 30_000;

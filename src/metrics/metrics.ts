@@ -3,7 +3,7 @@ import type { ListCacheStats, PoolStats, Store, StoreObserver, WebhookBacklog } 
 import { HotHistogram } from './histogram.js';
 import { HttpRequests } from './requests.js';
 import { measureStore } from '../store/wrappers/timing.js';
-import type { DeliveryObserver } from '../webhooks/dispatcher.js';
+import type { DeliveryObserver } from '../webhooks/attempts.js';
 
 /** Every family's name starts with this (process and Node.js families keep their customary names). */
 export const PREFIX = 'plantstore_';

@@ -1,6 +1,6 @@
 import type { ClaimedDelivery } from '../domain/webhook.js';
 import type { Store } from '../store/store.js';
-import { Machine, type Moves } from './machine.js';
+import { Machine, TransitionError, type Moves } from './machine.js';
 import type { StoreHealth } from './store-health.js';
 
 /**
@@ -162,6 +162,8 @@ export class Claims {
       if (this.#state.state === 'stopped') return;
       this.#holder.start(got);
     } catch (err) {
+      // A part driven out of order is a bug to see, not a store outage to wait out.
+      if (err instanceof TransitionError) throw err;
       this.#health.down(err, 'claiming webhook deliveries failed');
     } finally {
       // News that came during the claim: another, spaced out by CLAIM_INTERVAL_MS.

@@ -1,9 +1,9 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
-import type { AttemptResult } from '../domain/webhook.js';
 import type { ListCacheStats, PoolStats, Store, StoreObserver, WebhookBacklog } from '../store/store.js';
 import { HotHistogram } from './histogram.js';
 import { HttpRequests } from './requests.js';
 import { measureStore } from '../store/wrappers/timing.js';
+import type { DeliveryObserver } from '../webhooks/attempts.js';
 
 /** Every family's name starts with this (process and Node.js families keep their customary names). */
 export const PREFIX = 'plantstore_';
@@ -43,11 +43,6 @@ export interface MetricsOptions {
   /** The configured backend (sqlite or postgres), known before the store opens. */
   readonly backend: string;
   readonly version: string;
-}
-
-/** Told by the webhook dispatcher how each delivery attempt ended. */
-export interface DeliveryObserver {
-  attempted(outcome: AttemptResult['outcome']): void;
 }
 
 /**

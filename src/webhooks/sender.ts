@@ -110,7 +110,8 @@ function describe(error: unknown): string {
  * The `webhook-signature` header: `v1,<new>`, and ` v1,<old>` while a rotated secret's overlap lasts
  * (Standard Webhooks: space-separated; a receiver accepts any one it can verify). The end of the overlap
  * is checked here, against this instance's clock, at the moment of signing: an attempt claimed during the
- * overlap and started after it carries the new signature only.
+ * overlap and started after it carries the new signature only. Each secret is decoded here, at every
+ * attempt: each attempt comes from its own claim, which carries the endpoint's secrets as they are then.
  */
 export function signatures(delivery: ClaimedDelivery, timestamp: number, now: number): string {
   const current = sign(signingKey(delivery.secret), delivery.eventId, timestamp, delivery.body);

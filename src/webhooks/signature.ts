@@ -12,8 +12,9 @@ export function signingKey(secret: string): Buffer {
 /**
  * The `webhook-signature` header of one attempt (Standard Webhooks, version 1): `v1,` and the base64
  * HMAC-SHA256, keyed by the secret's bytes, of `id.timestamp.body`, so that a receiver using the
- * `standardwebhooks` library (or the few lines docs/webhooks.md shows) verifies it. `key` is `signingKey(secret)`
- * (decoded once per claim rather than per call, by whoever signs many).
+ * `standardwebhooks` library (or the few lines docs/webhooks.md shows) verifies it. `secret` is the
+ * `whsec_…` text, decoded here, or the key `signingKey(secret)` made already, for a caller that signs many
+ * times with one secret. The sender decodes the key at each attempt (sender.ts, `signatures`).
  */
 export function sign(secret: string | Buffer, id: string, timestampSeconds: number, body: string): string {
   const key = typeof secret === 'string' ? signingKey(secret) : secret;

@@ -45,11 +45,6 @@ export function listRange(shape: ListShape, columns: string, param: (i: number) 
   return `SELECT ${columns} FROM plants WHERE ${listFilter(shape, param, from)}seq > ${param(from + n)} ORDER BY seq LIMIT ${param(from + n + 1)}`;
 }
 
-/** The plain list statement of a shape: its rows, limit + 1 of them when another page follows. */
-export function listStatement(shape: ListShape, param: (i: number) => string): string {
-  return listRange(shape, 'seq, name, tag', param);
-}
-
 /** Which shape lists `query`, and its filter's values. */
 export function listShape({ owner, tag }: ListQuery): [ListShape, unknown[]] {
   return owner === null

@@ -17,7 +17,7 @@ import { walFileSync } from './wal.js';
 import { sqliteSecrets, sqliteTokenDriver } from './tokens.js';
 import { SqliteTransfer } from './transfer.js';
 import { SqliteWebhookOperations } from './webhook-operations.js';
-import { SqliteWebhooks } from './webhooks.js';
+import { SqliteWebhookStatements } from './webhook-statements.js';
 import type {
   CacheableStore, CounterStore, HealthStore, OutboxStore, SecretStore, StoreObserver, TokenStore, WebhookStore,
 } from '../store.js';
@@ -150,7 +150,7 @@ class SqliteStore implements CacheableStore, TransferableStore {
   readonly #lock: Database.Database | undefined;
   readonly #state: FileState;
   readonly #writes: WriteQueue;
-  readonly #webhooks: SqliteWebhooks;
+  readonly #webhooks: SqliteWebhookStatements;
   #stopWatch: (() => void) | undefined;
   /** Server only: checkpoints the WAL off the event loop (see startCheckpointer). */
   #checkpointer: WalCheckpointer | undefined;
@@ -175,7 +175,7 @@ class SqliteStore implements CacheableStore, TransferableStore {
       },
       settled: (committed, writes, eventsQueued) => this.#batchSettled(committed, writes, eventsQueued === true),
     }, walFileSync(`${file.realPath}-wal`));
-    this.#webhooks = new SqliteWebhooks(db, SQLITE);
+    this.#webhooks = new SqliteWebhookStatements(db, SQLITE);
     this.plants = new SqlitePlants(db, state, this.#writes, this.#webhooks, SQL.deletePlant, () => {
       this.#eventsQueued = true;
     });

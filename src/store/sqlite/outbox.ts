@@ -5,7 +5,7 @@ import type Database from './driver.js';
 import type { WriteQueue } from './queue.js';
 import type { FileState } from './state.js';
 import type { SqliteWebhookOperations } from './webhook-operations.js';
-import type { SqliteWebhooks } from './webhooks.js';
+import type { SqliteWebhookStatements } from './webhook-statements.js';
 import { backlogOf, type BacklogRow, type Dialect } from '../sql/statements.js';
 import type { OutboxStore, WebhookBacklog, WebhookOperationResult, WebhookStore } from '../store.js';
 
@@ -16,12 +16,12 @@ const NOT_DURABLE = { durable: false } as const;
 export class SqliteWebhookStore implements WebhookStore {
   readonly #state: FileState;
   readonly #writes: WriteQueue;
-  readonly #webhooks: SqliteWebhooks;
+  readonly #webhooks: SqliteWebhookStatements;
   readonly #operations: SqliteWebhookOperations;
   /** Marks the running write batch as one that queued events (the dispatcher is told after its commit). */
   readonly #eventsQueued: () => void;
 
-  constructor(state: FileState, writes: WriteQueue, webhooks: SqliteWebhooks, operations: SqliteWebhookOperations, eventsQueued: () => void) {
+  constructor(state: FileState, writes: WriteQueue, webhooks: SqliteWebhookStatements, operations: SqliteWebhookOperations, eventsQueued: () => void) {
     this.#state = state;
     this.#writes = writes;
     this.#webhooks = webhooks;
@@ -86,14 +86,14 @@ export class SqliteOutbox implements OutboxStore {
   readonly #d: Dialect;
   readonly #state: FileState;
   readonly #writes: WriteQueue;
-  readonly #webhooks: SqliteWebhooks;
+  readonly #webhooks: SqliteWebhookStatements;
   readonly #events: OutboxListener;
   readonly #backlogText: string;
   /** Prepared on first use: only a server with metrics on asks. */
   #backlog: Database.Statement<[number], BacklogRow> | undefined;
 
   constructor(
-    db: Database.Database, d: Dialect, state: FileState, writes: WriteQueue, webhooks: SqliteWebhooks, events: OutboxListener, backlog: string,
+    db: Database.Database, d: Dialect, state: FileState, writes: WriteQueue, webhooks: SqliteWebhookStatements, events: OutboxListener, backlog: string,
   ) {
     this.#db = db;
     this.#d = d;
@@ -131,8 +131,8 @@ export class SqliteOutbox implements OutboxStore {
   }
 }
 
-/** Server start only (see SqliteWebhooks.releaseOrphans): a crash's claims are due again at once. */
-export async function releaseOrphanedClaims(writes: WriteQueue, webhooks: SqliteWebhooks, state: FileState): Promise<void> {
+/** Server start only (see SqliteWebhookStatements.releaseOrphans): a crash's claims are due again at once. */
+export async function releaseOrphanedClaims(writes: WriteQueue, webhooks: SqliteWebhookStatements, state: FileState): Promise<void> {
   // A store that cannot be written now (said already by the probe) keeps them until their lease ends.
   const released = await writes.add(() => webhooks.releaseOrphans(Date.now()), NOT_DURABLE).catch(() => 0);
   if (released > 0) state.file.logger?.info({ events: released }, 'webhook events claimed before the last stop are due again');

@@ -4,7 +4,7 @@ import { storeError } from './errors.js';
 import { PageReader } from './lists.js';
 import type { WriteQueue } from './queue.js';
 import type { FileState } from './state.js';
-import type { SqliteWebhooks } from './webhooks.js';
+import type { SqliteWebhookStatements } from './webhook-statements.js';
 import { assertReadable, type CacheablePlants, type CreateOutcome, type ListQuery, type PlantPage } from '../store.js';
 
 /** What a create tells the store: a write of the batch under way queued webhook events. */
@@ -18,7 +18,7 @@ export class SqlitePlants implements CacheablePlants {
   readonly #db: Database.Database;
   readonly #state: FileState;
   readonly #writes: WriteQueue;
-  readonly #webhooks: SqliteWebhooks;
+  readonly #webhooks: SqliteWebhookStatements;
   readonly #eventsQueued: EventsQueued;
   readonly #insertPlant: Database.Statement<[string, bigint, string, string | null]>;
   readonly #findPlant: Database.Statement<[string, bigint], { name: string; tag: string | null }>;
@@ -26,7 +26,7 @@ export class SqlitePlants implements CacheablePlants {
   readonly #pages: PageReader;
 
   constructor(
-    db: Database.Database, state: FileState, writes: WriteQueue, webhooks: SqliteWebhooks, deletePlant: string, eventsQueued: EventsQueued,
+    db: Database.Database, state: FileState, writes: WriteQueue, webhooks: SqliteWebhookStatements, deletePlant: string, eventsQueued: EventsQueued,
   ) {
     this.#db = db;
     this.#state = state;

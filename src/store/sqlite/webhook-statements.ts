@@ -24,7 +24,7 @@ interface DueRow extends ClaimRow {
  * The webhook statements of a SQLite store, prepared once. Every method here runs synchronously inside
  * a transaction the store's write queue began (writes) or outside any (reads); none waits for a lock.
  */
-export class SqliteWebhooks {
+export class SqliteWebhookStatements {
   readonly #d: Dialect;
   readonly #receives: Database.Statement<[string], number>;
   readonly #queue: Database.Statement<[{ now: number; id: bigint; owner: string; body: string }]>;

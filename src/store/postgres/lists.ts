@@ -1,5 +1,6 @@
 import { PLANT_JSON } from '../../domain/plant.js';
 import { JsonPage, LIST_NAMES, listCall, listRange, listValueCount, type ListShape } from '../sql/lists.js';
+import { POSTGRES } from '../sql/dialect.js';
 import { wireJsonSql } from '../sql/wire.js';
 import type { ListQuery, PlantPage } from '../store.js';
 import type { Connections } from './pool.js';
@@ -18,7 +19,7 @@ import type { Connections } from './pool.js';
  * page into one text in SQL (string_agg … ORDER BY) was measured too and cost PostgreSQL much more than
  * the plain query, while a text per plant costs it little; PostgreSQL is what instances share.
  */
-const PLANT_JSON_SQL = wireJsonSql('postgres', PLANT_JSON, (column) => column);
+const PLANT_JSON_SQL = wireJsonSql(POSTGRES, PLANT_JSON, (column) => column);
 
 /**
  * Lists per statement at most (each has its own limit, 1-1000, + 1 rows). Each batch size is its own

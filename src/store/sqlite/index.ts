@@ -3,7 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Database from './driver.js';
 import type { Logger } from 'pino';
 import { migrationName, type MigrationsApplied } from '../sql/migrations.js';
-import { migrationValues, pendingMigrations, statements, type Dialect } from '../sql/statements.js';
+import { SQLITE } from '../sql/dialect.js';
+import { migrationValues, pendingMigrations, statements } from '../sql/statements.js';
 import { SqlTokens } from '../sql/tokens.js';
 import { CHECKPOINT_FRAMES, startCheckpointer, type WalCheckpointer } from './checkpoint.js';
 import { MemoryRateCounter } from './counters.js';
@@ -26,19 +27,6 @@ import type { StoreTransfer, TransferableStore } from '../transfer.js';
 
 export { StoreLockedError } from './file.js';
 
-/** SQLite's spelling: `?` placeholders, times as milliseconds since the epoch, scopes space-separated, flags 0/1. */
-export const SQLITE: Dialect = {
-  backend: 'sqlite',
-  param: () => '?',
-  timeType: 'INTEGER',
-  time: (date) => date.getTime(),
-  dateOf: (stored) => new Date(stored as number),
-  scopes: (scopes) => scopes.join(' '),
-  scopesOf: (stored) => (stored as string).split(' '),
-  flag: (value) => (value ? 1 : 0),
-  flagOf: (stored) => stored === 1,
-  explicitIdentity: '',
-};
 const SQL = statements(SQLITE);
 
 /** How long a write waits for another process (the CLI) holding the write lock, then 503. */

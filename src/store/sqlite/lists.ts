@@ -1,11 +1,12 @@
 import { PLANT_JSON } from '../../domain/plant.js';
 import type Database from './driver.js';
 import { JsonPage, LIST_SHAPES, listFilter, listRange, listShape, type ListShape } from '../sql/lists.js';
+import { SQLITE } from '../sql/dialect.js';
 import { wireJsonSql } from '../sql/wire.js';
 import type { ListQuery, PlantPage } from '../store.js';
 
 /** A plant as the list route's schema serializes it (PLANT_JSON, made in SQL: sql/wire.ts). */
-const PLANT_JSON_SQL = wireJsonSql('sqlite', PLANT_JSON, (column) => column);
+const PLANT_JSON_SQL = wireJsonSql(SQLITE, PLANT_JSON, (column) => column);
 
 /**
  * `+?` rather than `?`: SQLite plans `LIMIT ?` for the value bound, and with ANALYZE's sqlite_stat4

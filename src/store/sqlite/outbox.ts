@@ -4,7 +4,8 @@ import type Database from './driver.js';
 import type { WriteQueue } from './queue.js';
 import type { FileState } from './state.js';
 import type { SqliteWebhookStatements } from './webhook-statements.js';
-import { backlogOf, type BacklogRow, type Dialect } from '../sql/statements.js';
+import type { Dialect } from '../sql/dialect.js';
+import { backlogOf, type BacklogRow } from '../sql/statements.js';
 import type { OutboxStore, WebhookBacklog } from '../store.js';
 
 /** Webhook bookkeeping: losing it to a power cut only repeats a delivery (see WriteQueue.add). */

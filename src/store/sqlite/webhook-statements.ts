@@ -3,7 +3,8 @@ import type { NewPlant } from '../../domain/plant.js';
 import { receives, withdrawEvents } from '../sql/all-users.js';
 import { SQLITE_DUE } from '../sql/claim.js';
 import { eraseExpiredSecretsSql, failPendingSql } from '../sql/webhook-operations.js';
-import type { Dialect } from '../sql/statements.js';
+import { param, sql, type Dialect } from '../sql/dialect.js';
+import { Prepared } from './prepared.js';
 import { eventIdSql } from '../sql/wire.js';
 import {
   attemptOf, claimedOf, deleteEndpointAttempts, deleteEndpointDeliveries, endpointColumns, endpointOf, GONE_REASON, perEndpoint,
@@ -27,11 +28,11 @@ interface DueRow extends ClaimRow {
 export class SqliteWebhookStatements {
   readonly #d: Dialect;
   readonly #receives: Database.Statement<[string], number>;
-  readonly #queue: Database.Statement<[{ now: number; id: bigint; owner: string; body: string }]>;
+  readonly #queue: Prepared;
   readonly #countUser: Database.Statement<[string], number>;
-  readonly #insert: Database.Statement<unknown[], EndpointRow>;
-  readonly #listAll: Database.Statement<[{ now: number }], EndpointRow>;
-  readonly #listUser: Database.Statement<[string, { now: number }], EndpointRow>;
+  readonly #insert: Prepared<EndpointRow>;
+  readonly #listAll: Prepared<EndpointRow>;
+  readonly #listUser: Prepared<EndpointRow>;
   readonly #find: Database.Statement<[{ id: string; user: string | null }], { id: string; all_users: number }>;
   readonly #deleteEndpoint: Database.Statement<[string]>;
   readonly #deleteDeliveries: Database.Statement<[string]>;
@@ -42,18 +43,19 @@ export class SqliteWebhookStatements {
   readonly #settle: Database.Statement<[{ state: string; next: number | null; finished: number | null; seq: number; instance: string; attempt: number }]>;
   readonly #recordAttempt: Database.Statement<[{ seq: number; attempt: number; status: number | null; error: string | null; at: number; state: string; next: number | null }]>;
   readonly #disable: Database.Statement<[number, string, string]>;
-  readonly #failPending: Database.Statement<[number, string]>;
+  readonly #failPending: Prepared;
   readonly #release: Database.Statement<[number, number, string, number]>;
   readonly #sweepDeliveries: Database.Statement<[number]>;
   readonly #sweepAttempts: Database.Statement<[number]>;
   readonly #releaseOrphans: Database.Statement<[number]>;
-  readonly #withdrawUser: Database.Statement<[{ now: number; token: number }]>;
-  readonly #withdrawAll: Database.Statement<[{ now: number }]>;
-  readonly #eraseSecrets: Database.Statement<[number]>;
+  readonly #withdrawUser: Prepared;
+  readonly #withdrawAll: Prepared;
+  readonly #eraseSecrets: Prepared;
 
   constructor(db: Database.Database, d: Dialect) {
     this.#d = d;
-    const columns = endpointColumns(d, '@now');
+    const columns = endpointColumns(d);
+    const owner = param('owner');
     // The outbox, on the create's hot path. Most stores have no endpoint for most owners: a lookup of a
     // receiving endpoint first costs a small part of the insert-select and saves making the body. The
     // event id is made by SQLite, one per endpoint (EVENT_ID, sql/wire.ts).
@@ -62,19 +64,16 @@ export class SqliteWebhookStatements {
     ).pluck();
     // The owner goes with the event, so that other users' events can be told apart later (withdrawn,
     // hidden from a caller that is not admin).
-    this.#queue = db.prepare(
-      `INSERT INTO webhook_deliveries (event_id, endpoint_id, plant_id, owner, body, state, attempts, next_attempt_at, created_at)
-       SELECT ${eventIdSql('sqlite', '@now')}, e.id, @id, @owner, @body, 'pending', 0, @now, @now
-       FROM webhook_endpoints e WHERE e.disabled_at IS NULL AND ${receives('sqlite', '@owner', '@now')}`,
-    );
+    this.#queue = new Prepared(db, sql`INSERT INTO webhook_deliveries (event_id, endpoint_id, plant_id, owner, body, state, attempts, next_attempt_at, created_at)
+       SELECT ${eventIdSql(d, d.nowMs)}, e.id, ${param('id')}, ${owner}, ${param('body')}, 'pending', 0, ${d.now}, ${d.now}
+       FROM webhook_endpoints e WHERE e.disabled_at IS NULL AND ${receives(d, owner)}`);
     this.#countUser = db.prepare<[string], number>('SELECT count(*) FROM webhook_endpoints WHERE username = ?').pluck();
-    this.#insert = db.prepare(
-      `INSERT INTO webhook_endpoints (id, username, all_users, url, description, secret, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING ${columns}`,
-    );
+    this.#insert = new Prepared(db, sql`INSERT INTO webhook_endpoints (id, username, all_users, url, description, secret, created_at)
+       VALUES (${param('id')}, ${param('user')}, ${param('allUsers')}, ${param('url')}, ${param('description')}, ${param('secret')}, ${d.now})
+       RETURNING ${columns}`);
     // rowid: creation order even within one millisecond.
-    this.#listAll = db.prepare(`SELECT ${columns} FROM webhook_endpoints ORDER BY rowid`);
-    this.#listUser = db.prepare(`SELECT ${columns} FROM webhook_endpoints WHERE username = ? ORDER BY rowid`);
+    this.#listAll = new Prepared(db, sql`SELECT ${columns} FROM webhook_endpoints ORDER BY rowid`);
+    this.#listUser = new Prepared(db, sql`SELECT ${columns} FROM webhook_endpoints WHERE username = ${param('user')} ORDER BY rowid`);
     this.#find = db.prepare('SELECT id, all_users FROM webhook_endpoints WHERE id = @id AND (@user IS NULL OR username = @user)');
     this.#deleteEndpoint = db.prepare('DELETE FROM webhook_endpoints WHERE id = ?');
     this.#deleteDeliveries = db.prepare(deleteEndpointDeliveries(d));
@@ -99,7 +98,7 @@ export class SqliteWebhookStatements {
        SELECT endpoint_id, event_id, plant_id, owner, @attempt, @status, @error, @at, @state, @next, test FROM webhook_deliveries WHERE seq = @seq`,
     );
     this.#disable = db.prepare('UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL');
-    this.#failPending = db.prepare(failPendingSql('?', '?'));
+    this.#failPending = new Prepared(db, failPendingSql(d));
     this.#release = db.prepare(
       `UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = ?, leased_by = NULL
        WHERE seq = ? AND leased_by = ? AND attempts = ? AND state = 'pending'`,
@@ -109,9 +108,9 @@ export class SqliteWebhookStatements {
     this.#releaseOrphans = db.prepare(
       "UPDATE webhook_deliveries SET next_attempt_at = ?, leased_by = NULL WHERE state = 'pending' AND leased_by IS NOT NULL",
     );
-    this.#withdrawUser = db.prepare(withdrawEvents('sqlite', '@now', '(SELECT username FROM tokens WHERE id = @token)'));
-    this.#withdrawAll = db.prepare(withdrawEvents('sqlite', '@now', null));
-    this.#eraseSecrets = db.prepare(eraseExpiredSecretsSql('?'));
+    this.#withdrawUser = new Prepared(db, withdrawEvents(d, sql`(SELECT username FROM tokens WHERE id = ${param('token')})`));
+    this.#withdrawAll = new Prepared(db, withdrawEvents(d, null));
+    this.#eraseSecrets = new Prepared(db, eraseExpiredSecretsSql(d));
   }
 
   /** In the create's transaction: one event per endpoint that receives `owner`'s plant. True when any was queued. */
@@ -123,15 +122,16 @@ export class SqliteWebhookStatements {
   create(endpoint: NewWebhookEndpoint, maxPerUser: number, now: number): WebhookEndpoint | 'limit' {
     // In the queue's write transaction (BEGIN IMMEDIATE): nobody else writes between count and insert.
     if (this.#countUser.get(endpoint.user)! >= maxPerUser) return 'limit';
-    const row = this.#insert.get(
-      endpoint.id, endpoint.user, endpoint.allUsers ? 1 : 0, endpoint.url, endpoint.description, endpoint.secret, now, { now },
-    );
+    const row = this.#insert.get({
+      id: endpoint.id, user: endpoint.user, allUsers: this.#d.flag(endpoint.allUsers), url: endpoint.url, description: endpoint.description,
+      secret: endpoint.secret, now,
+    });
     if (!row) throw new Error('webhook insert returned no row');
     return endpointOf(this.#d, row);
   }
 
   list(user: string | null, now: number): WebhookEndpoint[] {
-    return (user === null ? this.#listAll.all({ now }) : this.#listUser.all(user, { now })).map((row) => endpointOf(this.#d, row));
+    return (user === null ? this.#listAll.all({ now }) : this.#listUser.all({ user, now })).map((row) => endpointOf(this.#d, row));
   }
 
   delete(id: string, user: string | null): boolean {
@@ -174,7 +174,7 @@ export class SqliteWebhookStatements {
       const held = this.#settle.run({ state, next, finished: state === 'pending' ? null : now, seq, instance, attempt }).changes === 1;
       if (held && r.outcome === 'gone') {
         this.#disable.run(now, GONE_REASON, r.delivery.endpointId);
-        this.#failPending.run(now, r.delivery.endpointId);
+        this.#failPending.run({ now, id: r.delivery.endpointId });
       }
     }
   }
@@ -200,7 +200,7 @@ export class SqliteWebhookStatements {
     const removed = this.#sweepDeliveries.run(before).changes;
     this.#sweepAttempts.run(before);
     this.#withdrawAll.run({ now });
-    this.#eraseSecrets.run(now);
+    this.#eraseSecrets.run({ now });
     return removed;
   }
 

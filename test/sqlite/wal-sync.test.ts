@@ -83,23 +83,25 @@ function queueOnFile(t: TestContext) {
   });
   const insert = db.prepare('INSERT INTO t (x) VALUES (?)');
   const log: string[] = [];
-  /** Per batch settled, in order: whether it committed, and what `ran` returned for it (batches are numbered as they run). */
-  const settledRan: Array<[boolean, unknown]> = [];
-  let batches = 0;
+  /** Per batch settled, in order: whether it committed, and whether `afterCommit` was called for it. */
+  const settledWoke: Array<[boolean, boolean]> = [];
   const queue = new WriteQueue(db, 1000, {
     unavailable: () => undefined,
     cannotWrite: (error) => log.push(`cannotWrite ${(error as Error).message}`),
     committed: () => log.push('committed'),
-    ran: () => ++batches,
-    settled: (committed, writes, ran) => {
+    settled: (committed, writes) => {
       log.push(`settled ${committed} ${writes}`);
-      settledRan.push([committed, ran]);
+      settledWoke.push([committed, false]);
+    },
+    afterCommit: () => {
+      const last = settledWoke.at(-1);
+      if (last) last[1] = true;
     },
   }, sync);
   /** Rows another connection sees: what is committed, answered or not. */
   const visible = () => other.prepare('SELECT x FROM t ORDER BY x').pluck().all();
   const write = (x: number, durable = true) => watch(queue.add(() => insert.run(x).changes, { durable }));
-  return { db, queue, sync, write, visible, log, settledRan };
+  return { db, queue, sync, write, visible, log, settledWoke };
 }
 
 test('a batch is answered only when the WAL sync after its commit returns; batches committed meanwhile share the next sync', async (t) => {
@@ -197,20 +199,32 @@ test('a failed WAL sync answers 503 to every write waiting (committed as they ar
   assert.equal(log.at(-2), 'committed', 'a synced batch reports the store writable again');
 });
 
-test('what `ran` returned for a batch is handed to that batch\'s `settled`, even when a later batch, rolled back, settles first', async (t) => {
-  const { db, queue, sync, write, settledRan } = queueOnFile(t);
-  const first = write(1);
+test('a write\'s wakeAfterCommit goes with its own batch: afterCommit follows that batch\'s commit, not a later batch, rolled back, that settles first', async (t) => {
+  const { db, queue, sync, write, settledWoke } = queueOnFile(t);
+  const first = watch(queue.add(() => {
+    queue.wakeAfterCommit();
+    return 1;
+  }));
   await turn();
   // A write that leaves SQLite out of its transaction, as a disk-full or I/O error does: the batch is rolled back.
-  const aborted = watch(queue.add(() => db.exec('ROLLBACK')));
+  const aborted = watch(queue.add(() => {
+    queue.wakeAfterCommit();
+    db.exec('ROLLBACK');
+  }));
   await turn();
   assert.equal(aborted.now.state, 'rejected');
   assert.equal(first.now.state, 'pending');
-  assert.deepEqual(settledRan, [[false, 2]], 'the rolled-back batch settles at once, with its own');
+  assert.deepEqual(settledWoke, [[false, false]], 'the rolled-back batch settles at once, with no wake-up');
   sync.release();
   await turn();
   assert.equal(first.now.state, 'resolved');
-  assert.deepEqual(settledRan, [[false, 2], [true, 1]]);
+  assert.deepEqual(settledWoke, [[false, false], [true, true]]);
+  const plain = write(2);
+  await turn();
+  sync.release();
+  await turn();
+  assert.equal(plain.now.state, 'resolved');
+  assert.deepEqual(settledWoke.at(-1), [true, false], 'a batch no write marked wakes nobody');
 });
 
 test('close syncs once, blocking, and answers every write still waiting; a sync in flight that returns later changes nothing', async (t) => {

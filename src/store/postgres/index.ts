@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { migrationName, type MigrationsApplied } from '../sql/migrations.js';
-import { migrationValues, pendingMigrations, statements, type Dialect } from '../sql/statements.js';
+import { migrationValues, pendingMigrations, statements } from '../sql/statements.js';
+import { POSTGRES } from '../sql/dialect.js';
 import { SqlTokens } from '../sql/tokens.js';
 import { NoStoreError, type StoreObserver } from '../store.js';
 import type { TransferableStore } from '../transfer.js';
@@ -42,19 +43,6 @@ const MIGRATION_TIMEOUT_MS = 10 * 60_000;
 /** Serializes migrations of instances starting together (an arbitrary, fixed advisory lock key). */
 const MIGRATION_LOCK_KEY = '7061626174726565';
 
-/** PostgreSQL's spelling: `$i` placeholders; the driver maps times, arrays and booleans itself. */
-export const POSTGRES: Dialect = {
-  backend: 'postgres',
-  param: (i) => `$${i}`,
-  timeType: 'timestamptz',
-  time: (date) => date,
-  dateOf: (stored) => stored as Date,
-  scopes: (scopes) => scopes,
-  scopesOf: (stored) => stored as string[],
-  flag: (value) => value,
-  flagOf: (stored) => stored as boolean,
-  explicitIdentity: 'OVERRIDING SYSTEM VALUE',
-};
 const SQL = statements(POSTGRES);
 
 export async function openPostgresStore(options: PostgresOptions): Promise<TransferableStore> {

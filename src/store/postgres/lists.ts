@@ -1,5 +1,6 @@
 import { PLANT_JSON } from '../../domain/plant.js';
-import { JsonPage, LIST_NAMES, listCall, listRange, listValueCount, type ListShape } from '../sql/lists.js';
+import { JsonPage, LIST_NAMES, listCall, listRange, type ListShape } from '../sql/lists.js';
+import { join, POSTGRES, raw, render, sql } from '../sql/dialect.js';
 import { wireJsonSql } from '../sql/wire.js';
 import type { ListQuery, PlantPage } from '../store.js';
 import type { Connections } from './pool.js';
@@ -18,7 +19,7 @@ import type { Connections } from './pool.js';
  * page into one text in SQL (string_agg … ORDER BY) was measured too and cost PostgreSQL much more than
  * the plain query, while a text per plant costs it little; PostgreSQL is what instances share.
  */
-const PLANT_JSON_SQL = wireJsonSql('postgres', PLANT_JSON, (column) => column);
+const PLANT_JSON_SQL = wireJsonSql(POSTGRES, PLANT_JSON, (column) => column);
 
 /**
  * Lists per statement at most (each has its own limit, 1-1000, + 1 rows). Each batch size is its own
@@ -28,18 +29,19 @@ const MAX_LIST_BATCH = 32;
 
 /**
  * `n` lists of one shape in one statement: the shape's range (sql/lists.ts) `n` times, each its own
- * branch of a UNION ALL with its own values, numbered from 1 in the first column. Not one LATERAL join
+ * branch of a UNION ALL with its own values (each list's in listCall's order, one list after the other),
+ * numbered from 1 in the first column. Not one LATERAL join
  * over arrays of values: PostgreSQL plans such a subquery once for all values, without the owner's
  * frequency nor the limit, and picked the primary key's order with a filter on the owner (a walk over
  * every user's plants for a small user); each branch here is planned with its values, as the single
  * statement is.
  */
 export function listBatchText(shape: ListShape, n: number): string {
-  const values = listValueCount(shape);
-  return Array.from({ length: n }, (_, i) => {
-    const range = listRange(shape, `seq, ${PLANT_JSON_SQL}`, (k) => `$${k}`, i * values + 1);
-    return `(SELECT ${i + 1}, seq, plant FROM (${range}) AS p${i + 1}(seq, plant))`;
-  }).join(' UNION ALL ');
+  const branches = Array.from({ length: n }, (_, i) => {
+    const list = raw(String(i + 1));
+    return sql`(SELECT ${list}, seq, plant FROM (${listRange(shape, raw(`seq, ${PLANT_JSON_SQL}`), `_${i + 1}`)}) AS p${list}(seq, plant))`;
+  });
+  return render(POSTGRES, join(branches, ' UNION ALL ')).text;
 }
 
 /** A row of a batch (listBatchText), in array mode: which list (from 1), seq (bigint: text), the plant's JSON text. */

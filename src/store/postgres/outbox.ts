@@ -2,11 +2,15 @@ import type { AttemptResult, ClaimedDelivery, ClaimRequest } from '../../domain/
 import { withdrawEvents } from '../sql/all-users.js';
 import { POSTGRES_CLAIM } from '../sql/claim.js';
 import { eraseExpiredSecretsSql } from '../sql/webhook-operations.js';
-import { backlogOf, type BacklogRow, type Dialect } from '../sql/statements.js';
+import { POSTGRES, valueless, type Dialect } from '../sql/dialect.js';
+import { backlogOf, type BacklogRow } from '../sql/statements.js';
 import { claimedOf, GONE_REASON, perEndpoint, stateAfter, type ClaimRow } from '../sql/webhooks.js';
 import type { OutboxStore, WebhookBacklog } from '../store.js';
 import type { Connections } from './pool.js';
 import type { EventsNotice } from './notify.js';
+
+const WITHDRAW = valueless(POSTGRES, withdrawEvents(POSTGRES, null));
+const ERASE_SECRETS = valueless(POSTGRES, eraseExpiredSecretsSql(POSTGRES));
 
 /** Who is told after a commit that queued webhook events (see OutboxStore.onEventsQueued). */
 export class EventsListener {
@@ -148,8 +152,8 @@ export class PostgresOutbox implements OutboxStore {
        SELECT count(*)::int AS n FROM d`,
       [before],
     );
-    await this.#connections.query('webhook_withdraw', withdrawEvents('postgres', 'now()', null), []);
-    await this.#connections.query('webhook_erase_secrets', eraseExpiredSecretsSql('now()'), []);
+    await this.#connections.query('webhook_withdraw', WITHDRAW, []);
+    await this.#connections.query('webhook_erase_secrets', ERASE_SECRETS, []);
     return rows[0]?.n ?? 0;
   }
 

@@ -1,6 +1,7 @@
 import { plantOf, plantOfColumns, samePlant, type NewPlant } from '../../domain/plant.js';
 import { WEBHOOK_BODY } from '../../domain/webhook.js';
 import { receives } from '../sql/all-users.js';
+import { POSTGRES, raw, valueless } from '../sql/dialect.js';
 import { eventIdSql, wireJsonSql } from '../sql/wire.js';
 import type { CreateOutcome, ListQuery, PlantPage, PlantStore, StoreObserver } from '../store.js';
 import type { ListReads } from './lists.js';
@@ -22,8 +23,8 @@ const INSERT_BATCH = `WITH ins AS (
          ON CONFLICT (owner, id) DO NOTHING RETURNING owner, id, name, tag
        ), ev AS (
          INSERT INTO webhook_deliveries (event_id, endpoint_id, plant_id, owner, body, state, attempts, next_attempt_at)
-         SELECT ${eventIdSql('postgres', '(extract(epoch FROM clock_timestamp()) * 1000)::bigint')}, e.id, ins.id, ins.owner, ${wireJsonSql('postgres', WEBHOOK_BODY, (column) => `ins.${column}`)}, 'pending', 0, now()
-         FROM ins JOIN webhook_endpoints e ON e.disabled_at IS NULL AND ${receives('postgres', 'ins.owner', 'now()')}
+         SELECT ${valueless(POSTGRES, eventIdSql(POSTGRES, POSTGRES.nowMs))}, e.id, ins.id, ins.owner, ${wireJsonSql(POSTGRES, WEBHOOK_BODY, (column) => `ins.${column}`)}, 'pending', 0, now()
+         FROM ins JOIN webhook_endpoints e ON e.disabled_at IS NULL AND ${valueless(POSTGRES, receives(POSTGRES, raw('ins.owner')))}
          RETURNING 1
        ), woke AS (${notifyEventsSql('ev', '$5')})
        SELECT owner, id, (SELECT count(*) FROM ev)::int AS events, (SELECT count(*) FROM woke) AS woke FROM ins`;

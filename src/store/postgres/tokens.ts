@@ -1,4 +1,5 @@
 import { withdrawEvents } from '../sql/all-users.js';
+import { param, POSTGRES, render, sql } from '../sql/dialect.js';
 import { SqlSecrets } from '../sql/secrets.js';
 import type { Statements, TokenRow } from '../sql/statements.js';
 import type { TokenDriver } from '../sql/tokens.js';
@@ -7,7 +8,7 @@ import type { Connections } from './pool.js';
 /** The token statements on PostgreSQL, one pooled statement each (see sql/tokens.ts). */
 export function postgresTokenDriver(SQL: Statements, connections: Connections): TokenDriver {
   // Its user's all-users endpoints may have lost their reach (see TokenDriver.revoke).
-  const withdraw = withdrawEvents('postgres', 'now()', '(SELECT username FROM tokens WHERE id = $1)');
+  const withdraw = render(POSTGRES, withdrawEvents(POSTGRES, sql`(SELECT username FROM tokens WHERE id = ${param('token')})`));
   return {
     byHash: (hash, map) => connections.query<TokenRow>('token_by_hash', SQL.tokenByHash, [hash]).then(({ rows }) => map(rows[0])),
     list: (user, map) => (user === undefined
@@ -20,7 +21,7 @@ export function postgresTokenDriver(SQL: Statements, connections: Connections): 
         ? await connections.query('token_revoke', SQL.revokeToken, [now, id])
         : await connections.query('token_revoke_user', SQL.revokeUserToken, [now, id, user]);
       // The revocation stands even if this fails: the dispatcher's next sweep withdraws the same events.
-      if (res.rowCount === 1) await connections.query('webhook_withdraw_user', withdraw, [id]).catch(() => undefined);
+      if (res.rowCount === 1) await connections.query('webhook_withdraw_user', withdraw.text, withdraw.values({ token: id })).catch(() => undefined);
       return res.rowCount === 1;
     },
   };

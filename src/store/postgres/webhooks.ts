@@ -1,5 +1,5 @@
 import { TEST_EVENT_BODY, type DeliveryAttempt, type NewWebhookEndpoint, type WebhookChange, type WebhookEndpoint } from '../../domain/webhook.js';
-import type { Dialect } from '../sql/statements.js';
+import { POSTGRES, render, sql, valueless, type Dialect } from '../sql/dialect.js';
 import {
   countQueuedByOperationsSql, countRecoverableSql, failPendingSql, findEndpointSql, findEventSql, insertTestEventSql, ownerFilter,
   recoverEventsSql, requeueEventSql, rotateSecretSql, updateEndpointSql, type FoundEndpointRow, type FoundEventRow,
@@ -12,20 +12,24 @@ import type { QueueFull, WebhookOperationResult, WebhookStore } from '../store.j
 import { notifyEventsSql } from './notify.js';
 import type { Connections, TxQuery } from './pool.js';
 
-const FIND_ENDPOINT = `${findEndpointSql('postgres', 'now()', { id: '$1', user: '$2::text' })} FOR SHARE`;
-const FIND_EVENT = findEventSql({ id: '$1', event: '$2', owner: '$3::text' });
-const REQUEUE_EVENT = requeueEventSql('postgres', 'now()', '$1');
-const RECOVER_EVENTS = recoverEventsSql('postgres', 'now()', { id: '$1', since: '$2', owner: '$3::text' });
-const COUNT_RECOVERABLE = countRecoverableSql({ id: '$1', since: '$2', owner: '$3::text' }).replace('count(*)', 'count(*)::int');
-const COUNT_QUEUED = countQueuedByOperationsSql('postgres', '$1').replace('count(*)', 'count(*)::int');
+const D = POSTGRES;
+const COLUMNS = endpointColumns(D);
+const FIND_ENDPOINT = render(D, sql`${findEndpointSql(D)} FOR SHARE`);
+const UPDATE = render(D, updateEndpointSql(D, COLUMNS));
+const FAIL_PENDING = render(D, failPendingSql(D));
+const FIND_EVENT = render(D, findEventSql());
+const REQUEUE_EVENT = render(D, requeueEventSql(D));
+const RECOVER_EVENTS = render(D, recoverEventsSql(D));
+const COUNT_RECOVERABLE = render(D, countRecoverableSql(D));
+const COUNT_QUEUED = render(D, countQueuedByOperationsSql(D));
 /**
  * Operations on one user's endpoints queue behind this lock until commit, so each counts what the one
  * before queued (as webhook creates do behind theirs): concurrent ones, on any instance, cannot pass
  * WEBHOOK_MAX_QUEUED_PER_USER together.
  */
 const LOCK_USER_QUEUE = "SELECT pg_advisory_xact_lock(hashtext('webhook-operations:' || $1))";
-const TEST_EVENT = insertTestEventSql('postgres', 'now()', '(extract(epoch FROM clock_timestamp()) * 1000)::bigint', { id: '$1', owner: '$2', body: '$3' });
-const ROTATE = rotateSecretSql('now()', "now() + $4::float8 * interval '1 millisecond'", { id: '$1', user: '$2::text', secret: '$3', overlap: '$4::float8' });
+const TEST_EVENT = render(D, insertTestEventSql(D));
+const ROTATE = render(D, rotateSecretSql(D));
 /** Tells the other instances on this store that events were queued (notify.ts), on commit. */
 const NOTIFY = notifyEventsSql('(SELECT 1) AS queued', '$1');
 
@@ -39,7 +43,6 @@ export class PostgresWebhooks implements WebhookStore {
   readonly #d: Dialect;
   readonly #connections: Connections;
   readonly #columns: string;
-  readonly #update: string;
   /** Tells this handle's dispatcher that events were queued (other instances hear the NOTIFY). */
   readonly #eventsQueued: () => void;
   readonly #notifyToken: string;
@@ -47,11 +50,7 @@ export class PostgresWebhooks implements WebhookStore {
   constructor(d: Dialect, connections: Connections, eventsQueued: () => void, notifyToken: string) {
     this.#d = d;
     this.#connections = connections;
-    this.#columns = endpointColumns(d, 'now()');
-    this.#update = updateEndpointSql(this.#columns, 'now()', {
-      id: '$1', user: '$2::text', url: '$3::text', description: '$4::text', setDescription: '$5::boolean', enable: '$6::boolean',
-      disable: '$7::text',
-    });
+    this.#columns = valueless(d, endpointColumns(d));
     this.#eventsQueued = eventsQueued;
     this.#notifyToken = notifyToken;
   }
@@ -121,18 +120,19 @@ export class PostgresWebhooks implements WebhookStore {
 
   async updateWebhook(id: string, user: string | null, change: WebhookChange): Promise<WebhookEndpoint | null> {
     return this.#connections.transaction(async (query) => {
-      const { rows } = await query<EndpointRow>('webhook_update', this.#update, [
-        id, user, change.url ?? null, change.description ?? null, change.description !== undefined, change.enable === true, change.disable ?? null,
-      ]);
+      const { rows } = await query<EndpointRow>('webhook_update', UPDATE.text, UPDATE.values({
+        id, user, url: change.url ?? null, description: change.description ?? null, setDescription: change.description !== undefined,
+        enable: change.enable === true, disable: change.disable ?? null,
+      }));
       const row = rows[0];
       if (!row) return null;
-      if (change.disable !== undefined) await query('webhook_fail_pending', failPendingSql('now()', '$1'), [id]);
+      if (change.disable !== undefined) await query('webhook_fail_pending', FAIL_PENDING.text, FAIL_PENDING.values({ id }));
       return endpointOf(this.#d, row);
     });
   }
 
   async rotateWebhookSecret(id: string, user: string | null, secret: string, overlapMs: number): Promise<{ previousSecretExpiresAt: Date } | null> {
-    const { rows } = await this.#connections.query<{ expires_at: Date }>('webhook_rotate', ROTATE, [id, user, secret, overlapMs]);
+    const { rows } = await this.#connections.query<{ expires_at: Date }>('webhook_rotate', ROTATE.text, ROTATE.values({ id, user, secret, overlap: overlapMs }));
     const row = rows[0];
     return row ? { previousSecretExpiresAt: row.expires_at } : null;
   }
@@ -147,7 +147,7 @@ export class PostgresWebhooks implements WebhookStore {
   ): Promise<T | Refusal> {
     let notified = false;
     const result = await this.#connections.transaction(async (query): Promise<T | Refusal> => {
-      const { rows } = await query<FoundEndpointRow>('webhook_find_endpoint', FIND_ENDPOINT, [id, user]);
+      const { rows } = await query<FoundEndpointRow>('webhook_find_endpoint', FIND_ENDPOINT.text, FIND_ENDPOINT.values({ id, user }));
       const found = rows[0];
       if (!found) return { refused: 'no-endpoint' };
       if (found.disabled_at !== null) return { refused: 'disabled' };
@@ -169,19 +169,19 @@ export class PostgresWebhooks implements WebhookStore {
     await query('webhook_lock_user_queue', LOCK_USER_QUEUE, [username]);
     const more = typeof adding === 'number' ? adding : await adding();
     if (more === 0) return null;
-    const { rows } = await query<{ n: number }>('webhook_count_queued', COUNT_QUEUED, [username]);
+    const { rows } = await query<{ n: number }>('webhook_count_queued', COUNT_QUEUED.text, COUNT_QUEUED.values({ user: username }));
     const pending = rows[0]?.n ?? 0;
     return pending + more > max ? { refused: 'queue-full', pending, adding: more, max } : null;
   }
 
   async resendWebhookEvent(id: string, user: string | null, eventId: string, maxQueued?: number): Promise<WebhookOperationResult<'queued' | 'no-event'>> {
     return this.#onEndpoint(id, user, async (query, owner, endpoint) => {
-      const { rows } = await query<FoundEventRow>('webhook_find_event', FIND_EVENT, [id, eventId, owner]);
+      const { rows } = await query<FoundEventRow>('webhook_find_event', FIND_EVENT.text, FIND_EVENT.values({ id, event: eventId, owner }));
       const event = rows[0];
       if (!event) return 'no-event' as const;
       const full = await this.#full(query, endpoint.username, event.state === 'pending' ? 0 : 1, maxQueued);
       if (full) return full;
-      await query('webhook_requeue_event', REQUEUE_EVENT, [event.seq]);
+      await query('webhook_requeue_event', REQUEUE_EVENT.text, REQUEUE_EVENT.values({ seq: event.seq }));
       return 'queued' as const;
     }, (r) => r === 'queued');
   }
@@ -189,10 +189,10 @@ export class PostgresWebhooks implements WebhookStore {
   async recoverWebhookEvents(id: string, user: string | null, since: Date, maxQueued?: number): Promise<WebhookOperationResult<number>> {
     return this.#onEndpoint(id, user, async (query, owner, endpoint) => {
       // Counted after the lock: what the lock holder before recovered is no longer failed.
-      const recoverable = async () => (await query<{ n: number }>('webhook_count_recoverable', COUNT_RECOVERABLE, [id, since, owner])).rows[0]?.n ?? 0;
+      const recoverable = async () => (await query<{ n: number }>('webhook_count_recoverable', COUNT_RECOVERABLE.text, COUNT_RECOVERABLE.values({ id, since, owner }))).rows[0]?.n ?? 0;
       const full = await this.#full(query, endpoint.username, recoverable, maxQueued);
       if (full) return full;
-      const { rowCount } = await query('webhook_recover', RECOVER_EVENTS, [id, since, owner]);
+      const { rowCount } = await query('webhook_recover', RECOVER_EVENTS.text, RECOVER_EVENTS.values({ id, since, owner }));
       return rowCount ?? 0;
     }, (n) => typeof n === 'number' && n > 0);
   }
@@ -201,7 +201,7 @@ export class PostgresWebhooks implements WebhookStore {
     return this.#onEndpoint(id, user, async (query, _owner, endpoint) => {
       const full = await this.#full(query, endpoint.username, 1, maxQueued);
       if (full) return full;
-      const { rows } = await query<{ event_id: string }>('webhook_test_event', TEST_EVENT, [id, endpoint.username, TEST_EVENT_BODY]);
+      const { rows } = await query<{ event_id: string }>('webhook_test_event', TEST_EVENT.text, TEST_EVENT.values({ id, owner: endpoint.username, body: TEST_EVENT_BODY }));
       const row = rows[0];
       if (!row) throw new Error('test event insert returned no row');
       return row.event_id;

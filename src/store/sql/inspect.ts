@@ -1,3 +1,4 @@
+import type { DialectName } from './dialect.js';
 import { loadMigrations, migrationName } from './migrations.js';
 
 // What `plantstore doctor` reads of a store (store/inspect.ts): the answer's types and the statements,
@@ -20,7 +21,7 @@ export interface WebhookHealth {
 }
 
 export interface StoreInspection {
-  readonly backend: 'sqlite' | 'postgres';
+  readonly backend: DialectName;
   /** Whether a store is there: the SQLite file, or a PostgreSQL database a migration was applied to. */
   readonly exists: boolean;
   /** PostgreSQL's server_version; null on SQLite. */
@@ -47,7 +48,7 @@ export const INSPECT = {
 } as const;
 
 /** The migrations pending and unknown, from the versions a store has applied. */
-export function migrationState(backend: 'sqlite' | 'postgres', applied: readonly number[]): {
+export function migrationState(backend: DialectName, applied: readonly number[]): {
   schemaVersion: number | null; pendingMigrations: string[]; unknownMigrations: number[];
 } {
   const known = loadMigrations(backend);

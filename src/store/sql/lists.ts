@@ -1,11 +1,12 @@
 import type { Plant } from '../../domain/plant.js';
+import { join, param, raw, sql, type Sql } from './dialect.js';
 import type { ListQuery, PlantPage } from '../store.js';
 
 /**
  * The list query both backends run, written once: its four shapes (each with its own index, see the
  * migrations), the range a page reads, and which shape and values a ListQuery takes. Each backend builds
- * its own statement around the range (SQLite's one-row page, PostgreSQL's batch of lists) and chooses
- * its placeholders.
+ * its own statement around the range (SQLite's one-row page, PostgreSQL's batch of lists) and renders
+ * it in its dialect (sql/dialect.ts).
  */
 
 /** The four shapes of a list query, each with its own index (see the migrations). */
@@ -26,28 +27,20 @@ export const LIST_NAMES: Readonly<Record<ListShape, string>> = {
   all: 'list_all', allTag: 'list_all_tag', owner: 'list_owner', ownerTag: 'list_owner_tag',
 };
 
-/** How many values a shape's range takes: its filter's, the position, the limit. */
-export function listValueCount(shape: ListShape): number {
-  return FILTERS[shape].length + 2;
-}
-
-/** The shape's filter as conditions each followed by AND, its values from placeholder `from` on. */
-export function listFilter(shape: ListShape, param: (i: number) => string, from = 1): string {
-  return FILTERS[shape].map((column, i) => `${column} = ${param(from + i)} AND `).join('');
+/**
+ * The shape's filter as conditions each followed by AND. Its values are named after their columns, and
+ * `list` after that: a statement reading several lists names each list's values apart.
+ */
+export function listFilter(shape: ListShape, list = ''): Sql {
+  return join(FILTERS[shape].map((column) => sql`${raw(column)} = ${param(`${column}${list}`)} AND `), '');
 }
 
 /**
  * `columns` of the plants of `shape` after a position, in seq order, at most a limit: one index range.
- * Its values, from placeholder `from` on: the filter's, the position, the limit.
+ * Its values, in this order (listCall's): the filter's, the position (`after`), the `limit`.
  */
-export function listRange(shape: ListShape, columns: string, param: (i: number) => string, from = 1): string {
-  const n = FILTERS[shape].length;
-  return `SELECT ${columns} FROM plants WHERE ${listFilter(shape, param, from)}seq > ${param(from + n)} ORDER BY seq LIMIT ${param(from + n + 1)}`;
-}
-
-/** The plain list statement of a shape: its rows, limit + 1 of them when another page follows. */
-export function listStatement(shape: ListShape, param: (i: number) => string): string {
-  return listRange(shape, 'seq, name, tag', param);
+export function listRange(shape: ListShape, columns: Sql, list = ''): Sql {
+  return sql`SELECT ${columns} FROM plants WHERE ${listFilter(shape, list)}seq > ${param(`after${list}`)} ORDER BY seq LIMIT ${param(`limit${list}`)}`;
 }
 
 /** Which shape lists `query`, and its filter's values. */

@@ -1,3 +1,4 @@
+import type { DialectName } from './dialect.js';
 import { readdirSync, readFileSync } from 'node:fs';
 
 export interface Migration {
@@ -9,7 +10,7 @@ export interface Migration {
 const FILE = /^(\d{3})_([a-z0-9_]+)\.sql$/;
 
 /** The versioned migrations of one backend, `migrations/<backend>/NNN_name.sql`, in order. */
-export function loadMigrations(backend: 'sqlite' | 'postgres'): Migration[] {
+export function loadMigrations(backend: DialectName): Migration[] {
   const dir = new URL(`../migrations/${backend}/`, import.meta.url);
   return readdirSync(dir)
     .flatMap((file) => {

@@ -1,4 +1,5 @@
-import { isScope, type Scope } from '../../domain/principal.js';
+import { isScope } from '../../domain/principal.js';
+import { join, param, raw, render, sql, type Dialect, type Sql } from './dialect.js';
 import { loadMigrations, type Migration } from './migrations.js';
 import type { NewTokenRecord, TokenRecord, WebhookBacklog } from '../store.js';
 
@@ -6,28 +7,9 @@ import type { NewTokenRecord, TokenRecord, WebhookBacklog } from '../store.js';
  * What the SQL backends share, written once (as platformatic sql-mapper's shared.js is, with each
  * dialect overriding only what differs): the statements, row mapping and the migration bookkeeping
  * (the list query is in lists.ts, the webhook rows in webhooks.ts, the wire objects' SQL in wire.ts). A
- * backend keeps its driver, its placeholders and value codecs (this `Dialect`), batching, transactions
- * and error codes.
+ * backend keeps its driver, batching, transactions and error codes; what differs in the SQL is its
+ * Dialect's (dialect.ts).
  */
-export interface Dialect {
-  readonly backend: 'sqlite' | 'postgres';
-  /** The placeholder of the `i`-th value, from 1: `?` or `$i`. */
-  param(i: number): string;
-  /** The column type of a point in time (schema_migrations.applied_at). */
-  readonly timeType: string;
-  /** A point in time, a token's scopes and a flag as the backend stores them, and back. */
-  time(date: Date): unknown;
-  dateOf(stored: unknown): Date;
-  scopes(scopes: readonly Scope[]): unknown;
-  scopesOf(stored: unknown): readonly string[];
-  flag(value: boolean): unknown;
-  flagOf(stored: unknown): boolean;
-  /**
-   * What an INSERT says, before VALUES or SELECT, to give an identity column a value of its own (an
-   * import keeping a token's id): PostgreSQL's OVERRIDING SYSTEM VALUE; nothing in SQLite.
-   */
-  readonly explicitIdentity: string;
-}
 
 /** The statements both backends run. */
 export interface Statements {
@@ -44,29 +26,42 @@ export interface Statements {
   readonly webhookBacklog: string;
 }
 
-/** Built once per store, so each backend prepares each statement once. */
-export function statements({ param: p, timeType }: Dialect): Statements {
+/** The placeholders of `names`, in order, comma-separated. */
+const values = (...names: string[]): Sql => join(names.map((name) => param(name)), ', ');
+
+/**
+ * Built once per store, so each backend prepares each statement once. Each takes its values in the order
+ * it names them (no name is used twice), which is the order its callers give them in.
+ */
+export function statements(d: Dialect): Statements {
+  const text = (statement: Sql): string => render(d, statement).text;
+  const owner = param('owner');
+  const id = param('id');
+  const user = param('user');
+  const hash = param('hash');
+  const revokedAt = param('revokedAt');
+  const cap = param('cap');
   return {
-    deletePlant: `DELETE FROM plants WHERE owner = ${p(1)} AND id = ${p(2)}`,
-    insertToken: `INSERT INTO tokens (hash, username, scopes, admin, name, created_at, expires_at)
-      VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}) RETURNING *`,
-    tokenByHash: `SELECT * FROM tokens WHERE hash = ${p(1)}`,
+    deletePlant: text(sql`DELETE FROM plants WHERE owner = ${owner} AND id = ${id}`),
+    insertToken: text(sql`INSERT INTO tokens (hash, username, scopes, admin, name, created_at, expires_at)
+      VALUES (${values('hash', 'user', 'scopes', 'admin', 'name', 'createdAt', 'expiresAt')}) RETURNING *`),
+    tokenByHash: text(sql`SELECT * FROM tokens WHERE hash = ${hash}`),
     tokens: 'SELECT * FROM tokens ORDER BY id',
-    userTokens: `SELECT * FROM tokens WHERE username = ${p(1)} ORDER BY id`,
-    revokeToken: `UPDATE tokens SET revoked_at = ${p(1)} WHERE id = ${p(2)} AND revoked_at IS NULL`,
+    userTokens: text(sql`SELECT * FROM tokens WHERE username = ${user} ORDER BY id`),
+    revokeToken: text(sql`UPDATE tokens SET revoked_at = ${revokedAt} WHERE id = ${id} AND revoked_at IS NULL`),
     // One statement: the owner check and the revocation cannot be split by another writer.
-    revokeUserToken: `UPDATE tokens SET revoked_at = ${p(1)} WHERE id = ${p(2)} AND username = ${p(3)} AND revoked_at IS NULL`,
-    createMigrations: `CREATE TABLE IF NOT EXISTS schema_migrations (
-      version integer PRIMARY KEY, name text NOT NULL, applied_at ${timeType} NOT NULL)`,
+    revokeUserToken: text(sql`UPDATE tokens SET revoked_at = ${revokedAt} WHERE id = ${id} AND username = ${user} AND revoked_at IS NULL`),
+    createMigrations: text(sql`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at ${raw(d.timeType)} NOT NULL)`),
     appliedMigrations: 'SELECT version FROM schema_migrations',
-    recordMigration: `INSERT INTO schema_migrations (version, name, applied_at) VALUES (${p(1)}, ${p(2)}, ${p(3)})`,
+    recordMigration: text(sql`INSERT INTO schema_migrations (version, name, applied_at) VALUES (${values('version', 'name', 'appliedAt')})`),
     // For metrics, at scrape time (docs/logs-and-metrics.md). The pending events are read from the covering
     // partial index webhook_deliveries_due, at most `cap` of them, so a scrape stays quick whatever the
     // backlog; no index of its own, which every queued event would pay for. seq follows queueing order,
     // so the smallest seq is the oldest.
-    webhookBacklog: `SELECT s.n AS pending, (SELECT created_at FROM webhook_deliveries WHERE seq = s.m) AS oldest
+    webhookBacklog: text(sql`SELECT s.n AS pending, (SELECT created_at FROM webhook_deliveries WHERE seq = s.m) AS oldest
       FROM (SELECT count(*) AS n, min(seq) AS m FROM (
-        SELECT seq FROM webhook_deliveries WHERE state = 'pending' LIMIT ${p(1)}) AS p) AS s`,
+        SELECT seq FROM webhook_deliveries WHERE state = 'pending' LIMIT ${cap}) AS p) AS s`),
   };
 }
 

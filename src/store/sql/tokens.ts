@@ -1,5 +1,6 @@
 import type { NewTokenRecord, TokenRecord, TokenStore } from '../store.js';
-import { tokenOf, tokenValues, type Dialect, type TokenRow } from './statements.js';
+import type { Dialect } from './dialect.js';
+import { tokenOf, tokenValues, type TokenRow } from './statements.js';
 
 /**
  * How a backend runs the token statements (statements.ts): reads as it reads, writes as it writes

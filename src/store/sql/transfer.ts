@@ -1,6 +1,7 @@
 import { isScope } from '../../domain/principal.js';
 import { describeEvent, differingFields, EVENT_FIELDS, type BatchTally } from '../transfer.js';
-import type { Dialect, TokenRow } from './statements.js';
+import { join, param, raw, render, sql, type Dialect, type Sql } from './dialect.js';
+import type { TokenRow } from './statements.js';
 import type {
   EndpointTransferRecord, EventTransferRecord, PlantRecord, Snapshot, TokenTransferRecord,
 } from '../transfer.js';
@@ -37,7 +38,15 @@ const TOKEN_COLUMNS = 'hash, username, scopes, admin, name, created_at, expires_
  * (a user has at most WEBHOOK_MAX_PER_USER of them, so there are few).
  */
 export function transferStatements(d: Dialect, endpointOrder: string): TransferStatements {
-  const p = (from: number, count: number) => Array.from({ length: count }, (_, i) => d.param(from + i)).join(', ');
+  const text = (statement: Sql): string => render(d, statement).text;
+  /** The placeholders of `names`, in order; each statement takes its values in the order it names them. */
+  const values = (...names: string[]): Sql => join(names.map((name) => param(name)), ', ');
+  const after = param('after');
+  const limit = param('limit');
+  const offset = param('offset');
+  const hash = param('hash');
+  const id = param('id');
+  const tokenColumns = ['hash', 'username', 'scopes', 'admin', 'name', 'createdAt', 'expiresAt', 'revokedAt'];
   // A test event announces no plant and goes to one receiver that is being tried now: it is not data to
   // move, and the export format has no way to mark it, so an imported one would arrive as a plant's event.
   return {
@@ -45,22 +54,24 @@ export function transferStatements(d: Dialect, endpointOrder: string): TransferS
       (SELECT count(*) FROM webhook_endpoints) AS webhooks,
       (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending' AND NOT test) AS events`,
     // Ids as text: an int64 past 2^53 would lose digits as a JS number.
-    plantsPage: `SELECT seq, owner, CAST(id AS TEXT) AS id, name, tag FROM plants
-      WHERE seq > ${d.param(1)} ORDER BY seq LIMIT ${d.param(2)}`,
-    tokensPage: `SELECT id, ${TOKEN_COLUMNS} FROM tokens WHERE id > ${d.param(1)} ORDER BY id LIMIT ${d.param(2)}`,
-    endpointsPage: `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY ${endpointOrder}
-      LIMIT ${d.param(1)} OFFSET ${d.param(2)}`,
-    eventsPage: `SELECT seq, event_id, endpoint_id, CAST(plant_id AS TEXT) AS plant_id, body, attempts, next_attempt_at,
-      leased_by, created_at FROM webhook_deliveries WHERE state = 'pending' AND NOT test AND seq > ${d.param(1)} ORDER BY seq LIMIT ${d.param(2)}`,
+    plantsPage: text(sql`SELECT seq, owner, CAST(id AS TEXT) AS id, name, tag FROM plants
+      WHERE seq > ${after} ORDER BY seq LIMIT ${limit}`),
+    tokensPage: text(sql`SELECT id, ${raw(TOKEN_COLUMNS)} FROM tokens WHERE id > ${after} ORDER BY id LIMIT ${limit}`),
+    endpointsPage: text(sql`SELECT ${raw(ENDPOINT_COLUMNS)} FROM webhook_endpoints ORDER BY ${raw(endpointOrder)}
+      LIMIT ${limit} OFFSET ${offset}`),
+    eventsPage: text(sql`SELECT seq, event_id, endpoint_id, CAST(plant_id AS TEXT) AS plant_id, body, attempts, next_attempt_at,
+      leased_by, created_at FROM webhook_deliveries WHERE state = 'pending' AND NOT test AND seq > ${after} ORDER BY seq LIMIT ${limit}`),
     // No conflict target: a taken id and a stored hash both insert nothing (the caller looked the hash up first).
-    insertTokenWithId: `INSERT INTO tokens (id, ${TOKEN_COLUMNS}) ${d.explicitIdentity} VALUES (${p(1, 9)})
-      ON CONFLICT DO NOTHING RETURNING id`,
-    insertTokenNewId: `INSERT INTO tokens (${TOKEN_COLUMNS}) VALUES (${p(1, 8)}) RETURNING id`,
-    tokenByHash: `SELECT id, ${TOKEN_COLUMNS} FROM tokens WHERE hash = ${d.param(1)}`,
-    endpointById: `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = ${d.param(1)}`,
-    insertEndpoint: `INSERT INTO webhook_endpoints (${ENDPOINT_COLUMNS}) VALUES (${p(1, 9)}) ON CONFLICT (id) DO NOTHING`,
-    insertEvent: `INSERT INTO webhook_deliveries (event_id, endpoint_id, plant_id, body, state, attempts, next_attempt_at, created_at)
-      VALUES (${d.param(1)}, ${d.param(2)}, ${d.param(3)}, ${d.param(4)}, 'pending', ${d.param(5)}, ${d.param(6)}, ${d.param(7)})`,
+    insertTokenWithId: text(sql`INSERT INTO tokens (id, ${raw(TOKEN_COLUMNS)}) ${raw(d.explicitIdentity)} VALUES (${values('id', ...tokenColumns)})
+      ON CONFLICT DO NOTHING RETURNING id`),
+    insertTokenNewId: text(sql`INSERT INTO tokens (${raw(TOKEN_COLUMNS)}) VALUES (${values(...tokenColumns)}) RETURNING id`),
+    tokenByHash: text(sql`SELECT id, ${raw(TOKEN_COLUMNS)} FROM tokens WHERE hash = ${hash}`),
+    endpointById: text(sql`SELECT ${raw(ENDPOINT_COLUMNS)} FROM webhook_endpoints WHERE id = ${id}`),
+    insertEndpoint: text(sql`INSERT INTO webhook_endpoints (${raw(ENDPOINT_COLUMNS)})
+      VALUES (${values('id', 'username', 'allUsers', 'url', 'description', 'secret', 'createdAt', 'disabledAt', 'disabledReason')})
+      ON CONFLICT (id) DO NOTHING`),
+    insertEvent: text(sql`INSERT INTO webhook_deliveries (event_id, endpoint_id, plant_id, body, state, attempts, next_attempt_at, created_at)
+      VALUES (${values('eventId', 'endpointId', 'plantId', 'body')}, 'pending', ${values('attempts', 'nextAttemptAt', 'createdAt')})`),
   };
 }
 

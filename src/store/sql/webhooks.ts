@@ -2,7 +2,7 @@ import type {
   AttemptResult, ClaimedDelivery, DeliveryAttempt, DeliveryState, WebhookEndpoint,
 } from '../../domain/webhook.js';
 import { listedAllUsers } from './all-users.js';
-import type { Dialect } from './statements.js';
+import { param, render, sql, type Dialect, type Sql } from './dialect.js';
 
 /**
  * What both backends share of the webhook tables: the columns an endpoint is listed with, and the
@@ -20,10 +20,10 @@ export function stateAfter(outcome: AttemptResult['outcome']): DeliveryState {
 
 /**
  * The columns of an endpoint as listed: never the secret (only claims need it), and all_users while the
- * endpoint receives every user's plants (see all-users.ts), at `now` (an SQL expression).
+ * endpoint receives every user's plants (see all-users.ts), now (the dialect's `now`).
  */
-export function endpointColumns(d: Dialect, now: string): string {
-  return `id, username, ${listedAllUsers(d.backend, 'webhook_endpoints', now)}, url, description, created_at, disabled_at,
+export function endpointColumns(d: Dialect): Sql {
+  return sql`id, username, ${listedAllUsers(d, 'webhook_endpoints')}, url, description, created_at, disabled_at,
   disabled_reason`;
 }
 
@@ -116,11 +116,11 @@ export function claimedOf(d: Dialect, row: ClaimRow, attempt: number): ClaimedDe
 
 /** An endpoint's queued events go with it (through webhook_deliveries_due); finished ones go with the retention sweep. */
 export function deleteEndpointDeliveries(d: Dialect): string {
-  return `DELETE FROM webhook_deliveries WHERE endpoint_id = ${d.param(1)} AND state = 'pending'`;
+  return render(d, sql`DELETE FROM webhook_deliveries WHERE endpoint_id = ${param('id')} AND state = 'pending'`).text;
 }
 
 export function deleteEndpointAttempts(d: Dialect): string {
-  return `DELETE FROM webhook_attempts WHERE endpoint_id = ${d.param(1)}`;
+  return render(d, sql`DELETE FROM webhook_attempts WHERE endpoint_id = ${param('id')}`).text;
 }
 
 /** No endpoint gets more than the whole claim: a longer range per endpoint is read for nothing. */

@@ -1,5 +1,6 @@
 import { EVENT_ID } from '../../domain/webhook.js';
 import type { WireField } from '../../domain/wire.js';
+import { raw, sql, type Dialect, type Part, type Sql } from './dialect.js';
 
 /**
  * The SQL of each dialect that writes a wire object (domain/wire.ts) from columns, generated from its
@@ -9,8 +10,6 @@ import type { WireField } from '../../domain/wire.js';
  * string a plant may hold (no U+0000 and no unpaired surrogates: refused before they reach a store), and
  * an int64's text is its exact digits. test/store/wire.test.ts compares the bytes on both backends.
  */
-
-type Dialect = 'sqlite' | 'postgres';
 
 /** A piece of a concatenation: literal text, or an SQL expression. */
 type Piece = { readonly text: string } | { readonly sql: string };
@@ -25,9 +24,9 @@ function concat(pieces: readonly Piece[]): string {
   return merged.map((p) => ('text' in p ? `'${p.text.replaceAll("'", "''")}'` : p.sql)).join(' || ');
 }
 
-function value(dialect: Dialect, field: WireField, column: string): string {
+function value(d: Dialect, field: WireField, column: string): string {
   if (field.kind === 'int64') return column;
-  return dialect === 'sqlite' ? `json_quote(${column})` : `to_json(${column})::text`;
+  return d.backend === 'sqlite' ? `json_quote(${column})` : `to_json(${column})::text`;
 }
 
 /**
@@ -37,7 +36,7 @@ function value(dialect: Dialect, field: WireField, column: string): string {
  */
 export function wireJsonSql(dialect: Dialect, fields: readonly WireField[], column: (key: string) => string): string {
   if (fields[0]?.optional !== false) throw new Error('a wire object must start with a field it always has');
-  if (dialect === 'sqlite') {
+  if (dialect.backend === 'sqlite') {
     const optional = fields.find((f) => f.optional);
     if (optional !== undefined) {
       const without = fields.filter((f) => f !== optional);
@@ -56,13 +55,13 @@ export function wireJsonSql(dialect: Dialect, fields: readonly WireField[], colu
 }
 
 /**
- * A new event id (domain/webhook.ts EVENT_ID) in SQL: `nowMs`, the time in milliseconds as an SQL
- * expression, in hexadecimal, then random hexadecimal digits (SQLite's randomblob; PostgreSQL's
+ * A new event id (domain/webhook.ts EVENT_ID) in SQL: `nowMs`, the time in milliseconds (the dialect's
+ * nowMs), in hexadecimal, then random hexadecimal digits (SQLite's randomblob; PostgreSQL's
  * gen_random_uuid, whose version and variant digits fall past the twenty taken).
  */
-export function eventIdSql(dialect: Dialect, nowMs: string): string {
+export function eventIdSql(d: Dialect, nowMs: Part): Sql {
   const { prefix, timeDigits, randomDigits } = EVENT_ID;
-  return dialect === 'sqlite'
-    ? `'${prefix}' || printf('%0${timeDigits}x', ${nowMs}) || lower(hex(randomblob(${randomDigits / 2})))`
-    : `'${prefix}' || lpad(to_hex(${nowMs}), ${timeDigits}, '0') || substr(replace(gen_random_uuid()::text, '-', ''), 1, ${randomDigits})`;
+  return d.backend === 'sqlite'
+    ? sql`${raw(`'${prefix}' || printf('%0${timeDigits}x', `)}${nowMs}) || lower(hex(randomblob(${raw(String(randomDigits / 2))})))`
+    : sql`${raw(`'${prefix}' || lpad(to_hex(`)}${nowMs}), ${raw(String(timeDigits))}, '0') || substr(replace(gen_random_uuid()::text, '-', ''), 1, ${raw(String(randomDigits))})`;
 }

@@ -3,13 +3,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Database from './driver.js';
 import type { Logger } from 'pino';
 import { migrationName, type MigrationsApplied } from '../sql/migrations.js';
-import { migrationValues, pendingMigrations, statements, type Dialect } from '../sql/statements.js';
+import { SQLITE } from '../sql/dialect.js';
+import { migrationValues, pendingMigrations, statements } from '../sql/statements.js';
 import { SqlTokens } from '../sql/tokens.js';
 import { CHECKPOINT_FRAMES, startCheckpointer, type WalCheckpointer } from './checkpoint.js';
 import { MemoryRateCounter } from './counters.js';
 import { isBusy, isUnwritable, named, openFailure } from './errors.js';
 import { identityOf, prepareStorePath, quickCheck, takeServerLock, watchIdentity } from './file.js';
-import { releaseOrphanedClaims, SqliteOutbox, SqliteWebhookStore, type OutboxListener } from './outbox.js';
+import { EventsListener, releaseOrphanedClaims, SqliteOutbox } from './outbox.js';
 import { SqlitePlants } from './plants.js';
 import { FIRST_RETRY_MS, MAX_RETRY_MS, WriteQueue } from './queue.js';
 import { FileState, type StoreFile } from './state.js';
@@ -17,7 +18,8 @@ import { walFileSync } from './wal.js';
 import { sqliteSecrets, sqliteTokenDriver } from './tokens.js';
 import { SqliteTransfer } from './transfer.js';
 import { SqliteWebhookOperations } from './webhook-operations.js';
-import { SqliteWebhooks } from './webhooks.js';
+import { SqliteWebhookStatements } from './webhook-statements.js';
+import { SqliteWebhookStore } from './webhooks.js';
 import type {
   CacheableStore, CounterStore, HealthStore, OutboxStore, SecretStore, StoreObserver, TokenStore, WebhookStore,
 } from '../store.js';
@@ -25,19 +27,6 @@ import type { StoreTransfer, TransferableStore } from '../transfer.js';
 
 export { StoreLockedError } from './file.js';
 
-/** SQLite's spelling: `?` placeholders, times as milliseconds since the epoch, scopes space-separated, flags 0/1. */
-export const SQLITE: Dialect = {
-  backend: 'sqlite',
-  param: () => '?',
-  timeType: 'INTEGER',
-  time: (date) => date.getTime(),
-  dateOf: (stored) => new Date(stored as number),
-  scopes: (scopes) => scopes.join(' '),
-  scopesOf: (stored) => (stored as string).split(' '),
-  flag: (value) => (value ? 1 : 0),
-  flagOf: (stored) => stored === 1,
-  explicitIdentity: '',
-};
 const SQL = statements(SQLITE);
 
 /** How long a write waits for another process (the CLI) holding the write lock, then 503. */
@@ -150,35 +139,30 @@ class SqliteStore implements CacheableStore, TransferableStore {
   readonly #lock: Database.Database | undefined;
   readonly #state: FileState;
   readonly #writes: WriteQueue;
-  readonly #webhooks: SqliteWebhooks;
+  readonly #webhooks: SqliteWebhookStatements;
   #stopWatch: (() => void) | undefined;
   /** Server only: checkpoints the WAL off the event loop (see startCheckpointer). */
   #checkpointer: WalCheckpointer | undefined;
   #closed: Promise<void> | undefined;
-  readonly #events: OutboxListener = { listener: undefined };
-  /** A write of the running batch queued webhook events: the listener is told once the batch is committed and synced. */
-  #eventsQueued = false;
 
   constructor(db: Database.Database, lock: Database.Database | undefined, file: StoreFile) {
     this.#db = db;
     this.#lock = lock;
     const state = new FileState(db, file);
     this.#state = state;
+    // Told after a batch whose writes queued webhook events is committed (WriteQueue.wakeAfterCommit).
+    const events = new EventsListener(file.logger);
     this.#writes = new WriteQueue(db, file.busyTimeoutMs, {
       unavailable: () => state.unavailable,
       cannotWrite: (error) => state.cannotWrite(error),
       committed: () => state.committed(),
-      ran: () => {
-        const queued = this.#eventsQueued;
-        this.#eventsQueued = false;
-        return queued;
+      settled: (committed, writes) => {
+        if (committed) file.observer?.committed(this.backend, writes);
       },
-      settled: (committed, writes, eventsQueued) => this.#batchSettled(committed, writes, eventsQueued === true),
+      afterCommit: events.tell,
     }, walFileSync(`${file.realPath}-wal`));
-    this.#webhooks = new SqliteWebhooks(db, SQLITE);
-    this.plants = new SqlitePlants(db, state, this.#writes, this.#webhooks, SQL.deletePlant, () => {
-      this.#eventsQueued = true;
-    });
+    this.#webhooks = new SqliteWebhookStatements(db, SQLITE);
+    this.plants = new SqlitePlants(db, state, this.#writes, this.#webhooks, SQL.deletePlant);
     this.tokens = new SqlTokens(SQLITE, sqliteTokenDriver(db, SQL, state, this.#writes, this.#webhooks));
     // In memory: one server per store, so its counts are all the counts.
     const rates = new MemoryRateCounter();
@@ -186,23 +170,9 @@ class SqliteStore implements CacheableStore, TransferableStore {
       hit: async (key, windowMs) => rates.hit(key, windowMs),
     };
     this.secrets = sqliteSecrets(db, this.#writes);
-    this.webhooks = new SqliteWebhookStore(state, this.#writes, this.#webhooks, new SqliteWebhookOperations(db, SQLITE), () => {
-      this.#eventsQueued = true;
-    });
-    this.outbox = new SqliteOutbox(db, SQLITE, state, this.#writes, this.#webhooks, this.#events, SQL.webhookBacklog);
+    this.webhooks = new SqliteWebhookStore(state, this.#writes, this.#webhooks, new SqliteWebhookOperations(db, SQLITE));
+    this.outbox = new SqliteOutbox(db, SQLITE, state, this.#writes, this.#webhooks, events, SQL.webhookBacklog);
     this.health = { ping: () => state.ping() };
-  }
-
-  #batchSettled(committed: boolean, writes: number, eventsQueued: boolean): void {
-    if (committed) this.#state.file.observer?.committed(this.backend, writes);
-    const listener = this.#events.listener;
-    if (!eventsQueued || !committed || !listener) return;
-    try {
-      listener();
-    } catch (error) {
-      // The listener only hurries the dispatcher, which polls anyway; it must not break the write queue.
-      this.#state.file.logger?.error({ err: error }, 'the webhook events listener failed');
-    }
   }
 
   /** Server only: learn now whether the file can be written, and from now on whether it is still the file at its path. */

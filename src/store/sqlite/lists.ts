@@ -1,11 +1,12 @@
 import { PLANT_JSON } from '../../domain/plant.js';
 import type Database from './driver.js';
 import { JsonPage, LIST_SHAPES, listFilter, listRange, listShape, type ListShape } from '../sql/lists.js';
+import { raw, render, sql, SQLITE, type Dialect } from '../sql/dialect.js';
 import { wireJsonSql } from '../sql/wire.js';
 import type { ListQuery, PlantPage } from '../store.js';
 
 /** A plant as the list route's schema serializes it (PLANT_JSON, made in SQL: sql/wire.ts). */
-const PLANT_JSON_SQL = wireJsonSql('sqlite', PLANT_JSON, (column) => column);
+const PLANT_JSON_SQL = wireJsonSql(SQLITE, PLANT_JSON, (column) => column);
 
 /**
  * `+?` rather than `?`: SQLite plans `LIMIT ?` for the value bound, and with ANALYZE's sqlite_stat4
@@ -14,7 +15,7 @@ const PLANT_JSON_SQL = wireJsonSql('sqlite', PLANT_JSON, (column) => column);
  * large part of a list query, seen with perf). The unary plus is a no-op on the value and leaves the
  * plan as it is (EXPLAIN QUERY PLAN: the same index, the same range).
  */
-const param = (): string => '+?';
+const PLANNED_ONCE: Dialect = { ...SQLITE, placeholder: () => '+?' };
 
 /**
  * One statement per shape gives the page as one JSON text, its size, the position of its last plant,
@@ -25,10 +26,9 @@ const param = (): string => '+?';
  * shared one (sql/lists.ts).
  */
 export function pageText(shape: ListShape): string {
-  const filter = listFilter(shape, param);
-  return `SELECT p.json, p.size, p.last, EXISTS (SELECT 1 FROM plants WHERE ${filter}seq > p.last) AS more
+  return render(PLANNED_ONCE, sql`SELECT p.json, p.size, p.last, EXISTS (SELECT 1 FROM plants WHERE ${listFilter(shape)}seq > p.last) AS more
     FROM (SELECT group_concat(j, ',' ORDER BY seq) AS json, count(*) AS size, max(seq) AS last
-          FROM (${listRange(shape, `seq, ${PLANT_JSON_SQL} AS j`, param)})) AS p`;
+          FROM (${listRange(shape, raw(`seq, ${PLANT_JSON_SQL} AS j`))})) AS p`).text;
 }
 
 type PageRow = [json: string | null, size: number, last: number | null, more: number];

@@ -4,11 +4,8 @@ import { storeError } from './errors.js';
 import { PageReader } from './lists.js';
 import type { WriteQueue } from './queue.js';
 import type { FileState } from './state.js';
-import type { SqliteWebhooks } from './webhooks.js';
+import type { SqliteWebhookStatements } from './webhook-statements.js';
 import { assertReadable, type CacheablePlants, type CreateOutcome, type ListQuery, type PlantPage } from '../store.js';
-
-/** What a create tells the store: a write of the batch under way queued webhook events. */
-export type EventsQueued = () => void;
 
 /**
  * The plants facet on SQLite: creates and deletes in the write queue's group commits, lists read at
@@ -18,21 +15,19 @@ export class SqlitePlants implements CacheablePlants {
   readonly #db: Database.Database;
   readonly #state: FileState;
   readonly #writes: WriteQueue;
-  readonly #webhooks: SqliteWebhooks;
-  readonly #eventsQueued: EventsQueued;
+  readonly #webhooks: SqliteWebhookStatements;
   readonly #insertPlant: Database.Statement<[string, bigint, string, string | null]>;
   readonly #findPlant: Database.Statement<[string, bigint], { name: string; tag: string | null }>;
   readonly #deletePlant: Database.Statement<[string, bigint]>;
   readonly #pages: PageReader;
 
   constructor(
-    db: Database.Database, state: FileState, writes: WriteQueue, webhooks: SqliteWebhooks, deletePlant: string, eventsQueued: EventsQueued,
+    db: Database.Database, state: FileState, writes: WriteQueue, webhooks: SqliteWebhookStatements, deletePlant: string,
   ) {
     this.#db = db;
     this.#state = state;
     this.#writes = writes;
     this.#webhooks = webhooks;
-    this.#eventsQueued = eventsQueued;
     this.#insertPlant = db.prepare(
       'INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING',
     );
@@ -61,11 +56,12 @@ export class SqlitePlants implements CacheablePlants {
   /**
    * The outbox, in the create's transaction: the events commit with the plant or not at all. A failed
    * statement rolls back only itself while the batch commits (see WriteQueue), so when queueing fails the
-   * plant just inserted is removed again before the create fails.
+   * plant just inserted is removed again before the create fails. Events queued wake the dispatcher
+   * once the batch is committed (WriteQueue.wakeAfterCommit).
    */
   #queueEvents(owner: string, plant: NewPlant): void {
     try {
-      if (this.#webhooks.queueEvents(owner, plant)) this.#eventsQueued();
+      if (this.#webhooks.queueEvents(owner, plant)) this.#writes.wakeAfterCommit();
     } catch (error) {
       if (this.#db.inTransaction) this.#deletePlant.run(owner, plant.id);
       throw error;

@@ -21,8 +21,8 @@ interface CommittedBatch {
   readonly outcomes: Outcome[];
   /** Needs a sync of its own (a durable write among its writes); otherwise only the syncs of those before it. */
   readonly durable: boolean;
-  /** What `events.ran` returned for it. */
-  readonly ran: unknown;
+  /** A write of the batch called `wakeAfterCommit`: `afterCommit` is called once it is answered. */
+  readonly wake: boolean;
 }
 
 /**
@@ -40,13 +40,13 @@ export interface WriteQueueEvents {
   cannotWrite(error: unknown): void;
   /** Writes committed and synced, none failed for that reason. */
   committed(): void;
-  /** A batch's writes have run, before its commit: what this returns is handed to `settled` for that batch. */
-  ran?(): unknown;
+  /** A batch of `writes` writes ended: committed (true) or rolled back (false), after its callers were answered. */
+  settled?(committed: boolean, writes: number): void;
   /**
-   * A batch of `writes` writes ended: committed (true) or rolled back (false). Called after the callers
-   * of a committed batch were answered, so that what the writes noted for after the commit happens then.
+   * After a committed batch in which a write called `wakeAfterCommit` (it queued webhook events), once its
+   * callers were answered and `settled` was told: the dispatcher looks now, not at its next poll.
    */
-  settled?(committed: boolean, writes: number, ran: unknown): void;
+  afterCommit?(): void;
 }
 
 /**
@@ -91,6 +91,8 @@ export class WriteQueue {
   #syncing = false;
   /** Bumped by close, which syncs and answers everything itself: a sync still in flight then changes nothing. */
   #generation = 0;
+  /** A write of the running batch called `wakeAfterCommit`. */
+  #wake = false;
 
   constructor(db: Database.Database, busyTimeoutMs: number, events: WriteQueueEvents, wal: WalSync) {
     this.#db = db;
@@ -120,6 +122,14 @@ export class WriteQueue {
         setImmediate(this.#flush);
       }
     });
+  }
+
+  /**
+   * Called by a write while it runs (it queued webhook events): once its batch is committed and answered,
+   * `afterCommit` is called, once per batch however many of its writes called this.
+   */
+  wakeAfterCommit(): void {
+    this.#wake = true;
   }
 
   /**
@@ -191,7 +201,8 @@ export class WriteQueue {
         if (!this.#db.inTransaction) aborted = error;
       }
     }
-    const ran = this.#events.ran?.();
+    const wake = this.#wake;
+    this.#wake = false;
     try {
       if (aborted === undefined) this.#commit.run();
     } catch (error) {
@@ -200,9 +211,9 @@ export class WriteQueue {
     }
     if (aborted !== undefined) {
       this.#fail(writes, aborted);
-      return this.#events.settled?.(false, writes.length, ran);
+      return this.#events.settled?.(false, writes.length);
     }
-    const batch: CommittedBatch = { writes, outcomes, durable: writes.some((w) => w.durable), ran };
+    const batch: CommittedBatch = { writes, outcomes, durable: writes.some((w) => w.durable), wake };
     // A batch that needs no sync and follows none waiting for one is answered at once.
     if (!batch.durable && this.#unsynced.length === 0) return this.#answer(batch);
     this.#unsynced.push(batch);
@@ -235,7 +246,7 @@ export class WriteQueue {
   }
 
   /** Answers the callers of a committed (and, where needed, synced) batch. */
-  #answer({ writes, outcomes, ran }: CommittedBatch): void {
+  #answer({ writes, outcomes, wake }: CommittedBatch): void {
     let cannotWrite: unknown;
     let committed = false;
     outcomes.forEach((o, i) => {
@@ -248,7 +259,13 @@ export class WriteQueue {
     });
     if (cannotWrite !== undefined) this.#events.cannotWrite(cannotWrite);
     else if (committed) this.#events.committed();
-    this.#events.settled?.(true, writes.length, ran);
+    this.#settled(wake, writes.length);
+  }
+
+  /** A committed batch was answered (its writes may still have failed, see #syncFailed). */
+  #settled(wake: boolean, writes: number): void {
+    this.#events.settled?.(true, writes);
+    if (wake) this.#events.afterCommit?.();
   }
 
   /**
@@ -259,9 +276,9 @@ export class WriteQueue {
   #syncFailed(batches: CommittedBatch[], error: unknown): void {
     this.#events.cannotWrite(error);
     const failure = new StoreUnavailableError(error);
-    for (const { writes, outcomes, ran } of batches) {
+    for (const { writes, outcomes, wake } of batches) {
       outcomes.forEach((o, i) => writes[i]?.reject(o.ok ? failure : storeError(o.error)));
-      this.#events.settled?.(true, writes.length, ran);
+      this.#settled(wake, writes.length);
     }
   }
 

@@ -2,14 +2,14 @@ import type Database from './driver.js';
 import { isBusy, storeError } from './errors.js';
 import type { WriteQueue } from './queue.js';
 import type { FileState } from './state.js';
-import type { SqliteWebhooks } from './webhooks.js';
+import type { SqliteWebhookStatements } from './webhook-statements.js';
 import { SqlSecrets } from '../sql/secrets.js';
 import type { Statements, TokenRow } from '../sql/statements.js';
 import type { TokenDriver } from '../sql/tokens.js';
 
 /** The token statements on SQLite, prepared once: reads at once, writes in the write queue (see sql/tokens.ts). */
 export function sqliteTokenDriver(
-  db: Database.Database, SQL: Statements, state: FileState, writes: WriteQueue, webhooks: SqliteWebhooks,
+  db: Database.Database, SQL: Statements, state: FileState, writes: WriteQueue, webhooks: SqliteWebhookStatements,
 ): TokenDriver {
   const insert = db.prepare<unknown[], TokenRow>(SQL.insertToken);
   const byHash = db.prepare<[string], TokenRow>(SQL.tokenByHash);

@@ -1,5 +1,5 @@
 import type Database from './driver.js';
-import type { Dialect } from '../sql/statements.js';
+import type { Dialect } from '../sql/dialect.js';
 import {
   endpointInsertValues, endpointOfRow, eventInsertValues, eventsToInsert, snapshotOver, tokenInsertValues, tokenOfRow, transferStatements,
   type EndpointExportRow, type RowQuery, type StoredEventRow, type TokenExportRow, type TransferStatements,

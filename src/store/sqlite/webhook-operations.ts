@@ -1,6 +1,7 @@
 import type Database from './driver.js';
 import { TEST_EVENT_BODY, type WebhookChange, type WebhookEndpoint } from '../../domain/webhook.js';
-import type { Dialect } from '../sql/statements.js';
+import type { Dialect } from '../sql/dialect.js';
+import { Prepared } from './prepared.js';
 import {
   countQueuedByOperationsSql, countRecoverableSql, failPendingSql, findEndpointSql, findEventSql, insertTestEventSql, ownerFilter,
   recoverEventsSql, requeueEventSql, rotateSecretSql, updateEndpointSql, type FoundEndpointRow, type FoundEventRow,
@@ -17,32 +18,29 @@ type Count = { n: number };
  */
 export class SqliteWebhookOperations {
   readonly #d: Dialect;
-  readonly #find: Database.Statement<[{ id: string; user: string | null; now: number }], FoundEndpointRow>;
-  readonly #update: Database.Statement<[Record<string, unknown>], EndpointRow>;
-  readonly #failPending: Database.Statement<[{ now: number; id: string }]>;
-  readonly #rotate: Database.Statement<[Record<string, unknown>], { expires_at: number }>;
-  readonly #findEvent: Database.Statement<[{ id: string; event: string; owner: string | null }], FoundEventRow>;
-  readonly #requeue: Database.Statement<[{ now: number; seq: number }]>;
-  readonly #recover: Database.Statement<[{ now: number; id: string; since: number; owner: string | null }]>;
-  readonly #test: Database.Statement<[{ now: number; id: string; owner: string; body: string }], { event_id: string }>;
-  readonly #countRecoverable: Database.Statement<[{ id: string; since: number; owner: string | null }], Count>;
-  readonly #countQueued: Database.Statement<[{ user: string }], Count>;
+  readonly #find: Prepared<FoundEndpointRow>;
+  readonly #update: Prepared<EndpointRow>;
+  readonly #failPending: Prepared;
+  readonly #rotate: Prepared<{ expires_at: number }>;
+  readonly #findEvent: Prepared<FoundEventRow>;
+  readonly #requeue: Prepared;
+  readonly #recover: Prepared;
+  readonly #test: Prepared<{ event_id: string }>;
+  readonly #countRecoverable: Prepared<Count>;
+  readonly #countQueued: Prepared<Count>;
 
   constructor(db: Database.Database, d: Dialect) {
     this.#d = d;
-    this.#find = db.prepare(findEndpointSql('sqlite', '@now', { id: '@id', user: '@user' }));
-    this.#update = db.prepare(updateEndpointSql(endpointColumns(d, '@now'), '@now', {
-      id: '@id', user: '@user', url: '@url', description: '@description', setDescription: '@setDescription', enable: '@enable',
-      disable: '@disable',
-    }));
-    this.#failPending = db.prepare(failPendingSql('@now', '@id'));
-    this.#rotate = db.prepare(rotateSecretSql('@now', '@now + @overlap', { id: '@id', user: '@user', secret: '@secret', overlap: '@overlap' }));
-    this.#findEvent = db.prepare(findEventSql({ id: '@id', event: '@event', owner: '@owner' }));
-    this.#requeue = db.prepare(requeueEventSql('sqlite', '@now', '@seq'));
-    this.#recover = db.prepare(recoverEventsSql('sqlite', '@now', { id: '@id', since: '@since', owner: '@owner' }));
-    this.#test = db.prepare(insertTestEventSql('sqlite', '@now', '@now', { id: '@id', owner: '@owner', body: '@body' }));
-    this.#countRecoverable = db.prepare(countRecoverableSql({ id: '@id', since: '@since', owner: '@owner' }));
-    this.#countQueued = db.prepare(countQueuedByOperationsSql('sqlite', '@user'));
+    this.#find = new Prepared(db, findEndpointSql(d));
+    this.#update = new Prepared(db, updateEndpointSql(d, endpointColumns(d)));
+    this.#failPending = new Prepared(db, failPendingSql(d));
+    this.#rotate = new Prepared(db, rotateSecretSql(d));
+    this.#findEvent = new Prepared(db, findEventSql());
+    this.#requeue = new Prepared(db, requeueEventSql(d));
+    this.#recover = new Prepared(db, recoverEventsSql(d));
+    this.#test = new Prepared(db, insertTestEventSql(d));
+    this.#countRecoverable = new Prepared(db, countRecoverableSql(d));
+    this.#countQueued = new Prepared(db, countQueuedByOperationsSql(d));
   }
 
   update(id: string, user: string | null, change: WebhookChange, now: number): WebhookEndpoint | null {

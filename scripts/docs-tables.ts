@@ -5,7 +5,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { allowedValues, OPTIONS, type OptionInfo } from '../src/config/options.js';
-import { errorTableMarkdown } from '../src/http/errors.js';
+import { errorTableMarkdown } from '../src/http/schemas.js';
 
 /** The configuration table: every option's variable, `serve` flag, default and meaning. */
 export function configTableMarkdown(): string {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type TUnsafe } from 'typebox';
 import { NewPlantSchema, PlantSchema } from '../domain/plant.js';
-import { ERRORS, ErrorSchema, type ErrorRow } from './errors.js';
+import { ERROR_ROWS, ERRORS, type ErrorRow } from './errors.js';
 import { CreatedTokenSchema, NewTokenSchema, TokenSchema } from './routes/tokens/schemas.js';
 import {
   CreatedWebhookSchema, NewWebhookSchema, QueuedWebhookEventSchema, RecoveredWebhookEventsSchema, RotatedWebhookSecretSchema,
@@ -22,6 +22,35 @@ export const AUTHENTICATION_ERRORS = [
   ERRORS.missingToken, ERRORS.invalidToken, ERRORS.insufficientScope, ERRORS.authFailuresLimited, ERRORS.rateLimited,
   ERRORS.identityProviderUnavailable,
 ];
+
+/** The table of every row, in Markdown: the `Error` schema's description in /openapi.json, and docs/api.md's table. */
+export function errorTableMarkdown(): string {
+  const rows = ERROR_ROWS.map((r) => `| ${r.code} | ${r.status} | ${r.message} |`);
+  return ['| error | status | meaning |', '|---|---|---|', ...rows].join('\n');
+}
+
+export const ErrorSchema = Type.Object(
+  {
+    error: Type.Integer({
+      format: 'int32',
+      enum: ERROR_ROWS.map((r) => r.code),
+      description: 'HTTP status × 100 + detail; see the table in this schema\'s description',
+    }),
+    message: Type.String(),
+  },
+  {
+    $id: 'Error',
+    additionalProperties: false,
+    // The whole table lives here, in a section of its own further down /docs, so that the page opens on
+    // Authorize and the operations rather than on thirty rows of codes.
+    description: [
+      'The body of every non-2xx answer. `error` is stable: the HTTP status × 100 + a detail number; `message` adds detail ' +
+        'for the client (which field, which scope), and a 5xx\'s carries a request id, never internal text.',
+      '',
+      errorTableMarkdown(),
+    ].join('\n'),
+  },
+);
 
 /** Shared schemas, referenced by $id from routes and published under components.schemas. */
 export function addSharedSchemas(app: FastifyInstance): void {

@@ -1,12 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { Type, type TUnsafe } from 'typebox';
+import { Type, type TSchema, type TUnsafe } from 'typebox';
 import { NewPlantSchema, PlantSchema } from '../domain/plant.js';
 import { ERROR_ROWS, ERRORS, type ErrorRow } from './errors.js';
-import { CreatedTokenSchema, NewTokenSchema, TokenSchema } from './routes/tokens/schemas.js';
-import {
-  CreatedWebhookSchema, NewWebhookSchema, QueuedWebhookEventSchema, RecoveredWebhookEventsSchema, RotatedWebhookSecretSchema,
-  WebhookDeliverySchema, WebhookRecoverySchema, WebhookSchema, WebhookSecretRotationSchema, WebhookUpdateSchema,
-} from './routes/webhooks/schemas.js';
 
 /** The two kinds of bearer token (openapi.ts describes them): `pst_…` opaque tokens and JWT access tokens. */
 export const OPAQUE_SCHEME_NAME = 'opaqueToken';
@@ -52,22 +47,23 @@ export const ErrorSchema = Type.Object(
   },
 );
 
-/** Shared schemas, referenced by $id from routes and published under components.schemas. */
+/**
+ * The schemas every part of the API shares, referenced by $id and published under components.schemas:
+ * Plant and NewPlant (the domain's; the document's `webhooks` section names NewPlant too) and Error (every
+ * route's error answers). A route's own schemas are added by its plugin (routes/<resource>/schemas.ts),
+ * in its scope; @fastify/swagger publishes those of every scope, shared ones first.
+ */
 export function addSharedSchemas(app: FastifyInstance): void {
-  for (const schema of [
-    PlantSchema, NewPlantSchema, ErrorSchema, NewWebhookSchema, CreatedWebhookSchema, WebhookSchema, WebhookDeliverySchema,
-    WebhookUpdateSchema, WebhookRecoverySchema, WebhookSecretRotationSchema, RotatedWebhookSecretSchema, QueuedWebhookEventSchema,
-    RecoveredWebhookEventsSchema, NewTokenSchema, CreatedTokenSchema, TokenSchema,
-  ]) {
-    app.addSchema(schema);
-  }
+  for (const schema of [PlantSchema, NewPlantSchema, ErrorSchema]) app.addSchema(schema);
 }
 
-export type SharedSchemaId =
-  | 'Plant' | 'NewPlant' | 'Error' | 'NewWebhook' | 'CreatedWebhook' | 'Webhook' | 'WebhookDelivery' | 'NewToken' | 'CreatedToken' | 'Token'
-  | 'WebhookUpdate' | 'WebhookRecovery' | 'WebhookSecretRotation' | 'RotatedWebhookSecret' | 'QueuedWebhookEvent' | 'RecoveredWebhookEvents';
-
-export function ref<T = unknown>(id: SharedSchemaId): TUnsafe<T> {
+/**
+ * A reference to a schema added by $id (the shared ones above, or a route's own), typed as `T`: a route
+ * names the schema object itself, so a reference cannot name a schema that does not exist.
+ */
+export function ref<T = unknown>(schema: TSchema): TUnsafe<T> {
+  const id = (schema as { $id?: unknown }).$id;
+  if (typeof id !== 'string') throw new Error('ref: the schema has no $id');
   return Type.Unsafe<T>(Type.Ref(id));
 }
 
@@ -117,7 +113,7 @@ function responsesOf(rows: readonly ErrorRow[]): Record<number, unknown> {
         .filter((r) => r.status === status)
         .map((r) => `${r.code}: ${r.message}`)
         .join('; ');
-      return [status, { description, ...ref('Error') }];
+      return [status, { description, ...ref(ErrorSchema) }];
     }),
   );
 }

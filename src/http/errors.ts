@@ -35,7 +35,10 @@ export const ERRORS = {
   missingToken: { status: 401, code: 40100, message: 'A bearer token is required', metricLabel: 'missing_token' },
   invalidToken: { status: 401, code: 40101, message: 'The bearer token is unknown, expired or revoked' },
   insufficientScope: { status: 403, code: 40300, message: 'The token lacks the scope this operation needs', metricLabel: 'insufficient_scope' },
-  adminRequired: { status: 403, code: 40301, message: 'This operation needs an admin token (token create --admin, or a JWT with plants:admin)', metricLabel: 'admin_required' },
+  adminRequired: {
+    status: 403, code: 40301, message: 'This operation needs an admin token (token create --admin, or a JWT with plants:admin)',
+    metricLabel: 'admin_required',
+  },
   routeNotFound: { status: 404, code: 40400, message: 'No such route' },
   plantNotFound: { status: 404, code: 40401, message: 'The caller has no plant with this id' },
   webhookNotFound: { status: 404, code: 40402, message: 'The caller has no webhook endpoint with this id' },
@@ -57,7 +60,9 @@ export const ERRORS = {
   unsupportedMediaType: { status: 415, code: 41500, message: 'The request body must be application/json (UTF-8)' },
   expectationFailed: { status: 417, code: 41700, message: 'The Expect header asks for something other than 100-continue' },
   rateLimited: { status: 429, code: 42900, message: 'Too many requests with this token; see Retry-After', metricLabel: 'rate_limit' },
-  authFailuresLimited: { status: 429, code: 42901, message: 'Too many failed authentications from this address; see Retry-After', metricLabel: 'failure_limit' },
+  authFailuresLimited: {
+    status: 429, code: 42901, message: 'Too many failed authentications from this address; see Retry-After', metricLabel: 'failure_limit',
+  },
   headersTooLarge: { status: 431, code: 43100, message: 'The request headers are too large (MAX_HEADER_SIZE)' },
   internal: { status: 500, code: 50000, message: 'Internal error' },
   storeUnavailable: { status: 503, code: 50300, message: 'The store is unavailable; retry shortly' },

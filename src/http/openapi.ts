@@ -2,7 +2,7 @@ import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { JWT_SCHEME_NAME, OPAQUE_SCHEME_NAME, OPTIONAL_BODY, requestErrorResponses, TAG } from './schemas.js';
 
-export { errorTableMarkdown } from './errors.js';
+export { errorTableMarkdown } from './schemas.js';
 
 export const API_VERSION = '1.0.0';
 
@@ -106,7 +106,7 @@ export async function openApi(app: FastifyInstance): Promise<void> {
         license: { name: 'MIT', identifier: 'MIT' },
         contact: { name: 'plantstore authors' },
         // A few lines: /docs shows this above Authorize and the operations, which must stay on the first
-        // screen. The error table is the Error schema's description (errors.ts).
+        // screen. The error table is the Error schema's description (schemas.ts).
         description: [
           'Create, list and delete plants, and subscribe to new ones with webhooks.',
           '',

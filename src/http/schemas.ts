@@ -1,12 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { Type, type TUnsafe } from 'typebox';
+import { Type, type TSchema, type TUnsafe } from 'typebox';
 import { NewPlantSchema, PlantSchema } from '../domain/plant.js';
-import { ERRORS, ErrorSchema, type ErrorRow } from './errors.js';
-import { CreatedTokenSchema, NewTokenSchema, TokenSchema } from './routes/tokens/schemas.js';
-import {
-  CreatedWebhookSchema, NewWebhookSchema, QueuedWebhookEventSchema, RecoveredWebhookEventsSchema, RotatedWebhookSecretSchema,
-  WebhookDeliverySchema, WebhookRecoverySchema, WebhookSchema, WebhookSecretRotationSchema, WebhookUpdateSchema,
-} from './routes/webhooks/schemas.js';
+import { ERROR_ROWS, ERRORS, type ErrorRow } from './errors.js';
 
 /** The two kinds of bearer token (openapi.ts describes them): `pst_…` opaque tokens and JWT access tokens. */
 export const OPAQUE_SCHEME_NAME = 'opaqueToken';
@@ -23,22 +18,52 @@ export const AUTHENTICATION_ERRORS = [
   ERRORS.identityProviderUnavailable,
 ];
 
-/** Shared schemas, referenced by $id from routes and published under components.schemas. */
-export function addSharedSchemas(app: FastifyInstance): void {
-  for (const schema of [
-    PlantSchema, NewPlantSchema, ErrorSchema, NewWebhookSchema, CreatedWebhookSchema, WebhookSchema, WebhookDeliverySchema,
-    WebhookUpdateSchema, WebhookRecoverySchema, WebhookSecretRotationSchema, RotatedWebhookSecretSchema, QueuedWebhookEventSchema,
-    RecoveredWebhookEventsSchema, NewTokenSchema, CreatedTokenSchema, TokenSchema,
-  ]) {
-    app.addSchema(schema);
-  }
+/** The table of every row, in Markdown: the `Error` schema's description in /openapi.json, and docs/api.md's table. */
+export function errorTableMarkdown(): string {
+  const rows = ERROR_ROWS.map((r) => `| ${r.code} | ${r.status} | ${r.message} |`);
+  return ['| error | status | meaning |', '|---|---|---|', ...rows].join('\n');
 }
 
-export type SharedSchemaId =
-  | 'Plant' | 'NewPlant' | 'Error' | 'NewWebhook' | 'CreatedWebhook' | 'Webhook' | 'WebhookDelivery' | 'NewToken' | 'CreatedToken' | 'Token'
-  | 'WebhookUpdate' | 'WebhookRecovery' | 'WebhookSecretRotation' | 'RotatedWebhookSecret' | 'QueuedWebhookEvent' | 'RecoveredWebhookEvents';
+export const ErrorSchema = Type.Object(
+  {
+    error: Type.Integer({
+      format: 'int32',
+      enum: ERROR_ROWS.map((r) => r.code),
+      description: 'HTTP status × 100 + detail; see the table in this schema\'s description',
+    }),
+    message: Type.String(),
+  },
+  {
+    $id: 'Error',
+    additionalProperties: false,
+    // The whole table lives here, in a section of its own further down /docs, so that the page opens on
+    // Authorize and the operations rather than on thirty rows of codes.
+    description: [
+      'The body of every non-2xx answer. `error` is stable: the HTTP status × 100 + a detail number; `message` adds detail ' +
+        'for the client (which field, which scope), and a 5xx\'s carries a request id, never internal text.',
+      '',
+      errorTableMarkdown(),
+    ].join('\n'),
+  },
+);
 
-export function ref<T = unknown>(id: SharedSchemaId): TUnsafe<T> {
+/**
+ * The schemas every part of the API shares, referenced by $id and published under components.schemas:
+ * Plant and NewPlant (the domain's; the document's `webhooks` section names NewPlant too) and Error (every
+ * route's error answers). A route's own schemas are added by its plugin (routes/<resource>/schemas.ts),
+ * in its scope; @fastify/swagger publishes those of every scope, shared ones first.
+ */
+export function addSharedSchemas(app: FastifyInstance): void {
+  for (const schema of [PlantSchema, NewPlantSchema, ErrorSchema]) app.addSchema(schema);
+}
+
+/**
+ * A reference to a schema added by $id (the shared ones above, or a route's own), typed as `T`: a route
+ * names the schema object itself, so a reference cannot name a schema that does not exist.
+ */
+export function ref<T = unknown>(schema: TSchema): TUnsafe<T> {
+  const id = (schema as { $id?: unknown }).$id;
+  if (typeof id !== 'string') throw new Error('ref: the schema has no $id');
   return Type.Unsafe<T>(Type.Ref(id));
 }
 
@@ -88,7 +113,7 @@ function responsesOf(rows: readonly ErrorRow[]): Record<number, unknown> {
         .filter((r) => r.status === status)
         .map((r) => `${r.code}: ${r.message}`)
         .join('; ');
-      return [status, { description, ...ref('Error') }];
+      return [status, { description, ...ref(ErrorSchema) }];
     }),
   );
 }

@@ -136,7 +136,10 @@ export class Metrics {
     attempted: (outcome) => this.#deliveries.inc({ result: outcome }),
   };
 
-  /** A refusal by authentication, a scope check or a limit; `reason` is one of a fixed set (see http.ts). */
+  /**
+   * A refusal by authentication, a scope check or a limit; `reason` is one of a fixed set: the error
+   * table's metricLabel column (http/errors.ts), or a verifier's reason (http/plugins/metrics.ts).
+   */
   refused(reason: string): void {
     this.#refusals.inc({ reason });
   }

@@ -133,6 +133,11 @@ test('routes never import each other: what they share is in http/schemas.ts', ()
   }
 });
 
+test('the error table imports nothing of ours, and the shared schemas no route (each route adds its own)', () => {
+  assert.deepEqual(GRAPH.get('src/http/errors.ts'), []);
+  assert.deepEqual(GRAPH.get('src/http/schemas.ts')?.filter((target) => target.startsWith('src/http/routes/')), []);
+});
+
 /** As `wc -l` counts them: a last line ended by a newline is not followed by another. */
 const lineCount = (text: string): number => text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
 

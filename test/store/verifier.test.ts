@@ -4,7 +4,7 @@ import Fastify from 'fastify';
 import type { Principal } from '../../src/domain/principal.js';
 import { bearerAuth, Refusal, requireScope, type Verdict, type Verifier } from '../../src/http/auth/index.js';
 import { OpaqueTokenVerifier } from '../../src/http/auth/opaque.js';
-import { toApiError } from '../../src/http/errors.js';
+import { toApiError } from '../../src/http/error-mapping.js';
 import { issueToken } from '../helpers/tokens.js';
 import { bearer, errorBody, testStore } from '../helpers/app.js';
 

@@ -3,7 +3,7 @@
  *
  *   onRequest: [...auth.identify, requireScope('plants:read'), ...auth.throttle]
  *
- * - identify: the failed-authentication block (auth/limits.ts), then `authenticate` (auth/authenticate.ts),
+ * - identify: the failed-authentication block (auth/limits.ts), then `authenticate` (auth/hooks.ts),
  *   which parses the Authorization header, asks a `Verifier` (auth/verifier.ts; opaque tokens in
  *   auth/opaque.ts) and sets `request.principal`;
  * - requireScope: the route's own scope;

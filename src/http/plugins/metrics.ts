@@ -1,19 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { TokenRefused } from '../auth/hooks.js';
-import { ApiError, ERRORS, type ErrorRow } from '../errors.js';
+import { ApiError } from '../errors.js';
 import type { Metrics } from '../../metrics/metrics.js';
 import { UNMATCHED } from '../../metrics/requests.js';
-
-/** The refusals counted by their row; a 401 invalid_token is counted by its verifier's reason instead. */
-const REFUSAL_ROWS = new Map<ErrorRow, string>([
-  [ERRORS.missingToken, 'missing_token'],
-  [ERRORS.insufficientScope, 'insufficient_scope'],
-  [ERRORS.adminRequired, 'admin_required'],
-  [ERRORS.authFailuresLimited, 'failure_limit'],
-  [ERRORS.rateLimited, 'rate_limit'],
-  [ERRORS.identityProviderUnavailable, 'provider_unavailable'],
-]);
 
 /**
  * A verifier's reason as a label value: "unknown", "revoked", "expired", "malformed", or a JWT check as
@@ -39,10 +29,8 @@ export const httpMetrics = fp(
     });
     app.addHook('onError', function countRefusal(_request: FastifyRequest, _reply: FastifyReply, error: unknown, done: () => void) {
       if (error instanceof TokenRefused) metrics.refused(reasonLabel(error.reason));
-      else if (error instanceof ApiError) {
-        const reason = REFUSAL_ROWS.get(error.row);
-        if (reason !== undefined) metrics.refused(reason);
-      }
+      // A refusal is counted under its row's metricLabel (the error table, http/errors.ts).
+      else if (error instanceof ApiError && error.row.metricLabel !== undefined) metrics.refused(error.row.metricLabel);
       done();
     });
   },

@@ -1,7 +1,9 @@
-import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { ApiError, ERRORS, writeRawError } from '../errors.js';
+import { ApiError, ERRORS, type ErrorRow } from '../errors.js';
+import { SECURITY_HEADERS } from './security-headers.js';
 
 /** Marks a request whose Expect header Node found unmeetable (see below). */
 const EXPECTATION_FAILED = Symbol('expectationFailed');
@@ -119,4 +121,55 @@ export function onlyChunked(request: IncomingMessage): boolean {
     request.httpVersion === '1.1' &&
     request.headers['content-length'] === undefined
   );
+}
+
+/**
+ * The same security headers as every other answer. No hook can add them here: these answers are written
+ * on the socket by hand, since no ServerResponse (and so no Fastify reply) exists for them.
+ */
+const RAW_HEADERS = Object.entries(SECURITY_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+
+/**
+ * Writes an Error answer straight onto a socket that no ServerResponse owns (a parser error, a CONNECT),
+ * with the security headers every answer carries, and closes the connection: what follows on it cannot
+ * be read as a request.
+ */
+export function writeRawError(socket: Duplex, row: ErrorRow, message: string = row.message): void {
+  const body = JSON.stringify({ error: row.code, message });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${row.status} ${STATUS_CODES[row.status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\n${RAW_HEADERS}` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
+
+/**
+ * Errors Node's HTTP parser raises before any route runs (a garbled request line, oversized headers, a
+ * request that never finished arriving). Fastify's default answer has a different body shape; this one
+ * keeps the contract: every failure carries an Error body.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  // The parser may fail in a request's body after that request was answered (a route that answers
+  // before reading the body, then a bad chunk): a second answer would be taken for the answer to the
+  // next request. Node's own handler checks the same private field; the answer is flushed, then closed.
+  if ((socket as Socket & { _httpMessage?: { headersSent: boolean } | null })._httpMessage?.headersSent) {
+    socket.end(() => socket.destroy());
+    return;
+  }
+  // A request answered in full before its body came (a refusal before the body is read), whose body then
+  // stalls: Node is discarding the rest of that body (it marks the request `_dumped`), and the request
+  // timeout fires on it. A 408 now would be a second answer to one request, which the client would take
+  // for the answer to its next one. Everything was said already: close.
+  if ((socket as Socket & { parser?: { incoming?: { _dumped?: boolean } | null } | null }).parser?.incoming?._dumped) {
+    socket.end(() => socket.destroy());
+    return;
+  }
+  const row =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? ERRORS.requestTimeout
+    : error.code === 'HPE_HEADER_OVERFLOW' ? ERRORS.headersTooLarge
+    : ERRORS.badRequest;
+  writeRawError(socket, row);
 }

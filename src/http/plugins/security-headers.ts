@@ -15,7 +15,7 @@ export const SECURITY_HEADERS = {
  * The one hook that sets them: onSend runs for every answer Fastify sends through a route's context,
  * the not-found/405 handler's and the error handler's included, whatever plugin added the route and
  * whenever. Two kinds of answer run no hook, and use SECURITY_HEADERS directly: Fastify's frameworkErrors
- * (a URL it cannot decode, before routing; app.ts) and answers written on the socket by hand (errors.ts).
+ * (a URL it cannot decode, before routing; app.ts) and answers written on the socket by hand (protocol.ts).
  */
 export function securityHeaders(app: FastifyInstance): void {
   app.addHook('onSend', (_request, reply, payload, done) => {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { EXACT_INT64 } from '../../../domain/int64.js';
-import { plantOf, PlantTag, type NewPlantBody, type Plant } from '../../../domain/plant.js';
+import { NewPlantSchema, plantOf, PlantSchema, PlantTag, type NewPlantBody, type Plant } from '../../../domain/plant.js';
 import type { FastifyReply } from 'fastify';
 import type { ListQuery, PlantPage, Store } from '../../../store/store.js';
 import { requireScope, type AuthSteps } from '../../auth/index.js';
@@ -93,9 +93,9 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ store: Store; auth: AuthSt
         description:
           'Stores the plant for the calling user. Repeating a create with the same id and content is an idempotent retry (200, nothing duplicated); the same id with different content is 409.',
         security: SECURITY,
-        body: ref<NewPlantBody>('NewPlant'),
+        body: ref<NewPlantBody>(NewPlantSchema),
         response: {
-          200: ref('Plant'),
+          200: ref(PlantSchema),
           ...errorResponses(...BODY_ERRORS, ERRORS.invalidNewPlant, ...AUTHENTICATION_ERRORS, ERRORS.idConflict),
         },
       },
@@ -129,7 +129,7 @@ export const plantRoutes: FastifyPluginAsyncTypebox<{ store: Store; auth: AuthSt
           200: {
             description: 'A page of plants; `Link` rel="next" when more remain',
             headers: { Link: { type: 'string', description: 'RFC 8288 link to the next page' } },
-            ...Type.Array(ref('Plant')),
+            ...Type.Array(ref(PlantSchema)),
           },
           ...errorResponses(ERRORS.invalidQuery, ...AUTHENTICATION_ERRORS),
         },

@@ -8,7 +8,9 @@ import { REALM, type AuthSteps } from '../../auth/index.js';
 import type { Hook } from '../../auth/verifier.js';
 import { ApiError, ERRORS } from '../../errors.js';
 import { AUTHENTICATION_ERRORS, BODY_ERRORS, errorResponses, ref, SECURITY, TAG } from '../../schemas.js';
-import { NEW_TOKEN_FIELDS, type CreatedTokenView, type NewTokenBody } from './schemas.js';
+import {
+  CreatedTokenSchema, NEW_TOKEN_FIELDS, NewTokenSchema, TOKEN_SCHEMAS, TokenSchema, type CreatedTokenView, type NewTokenBody,
+} from './schemas.js';
 
 const TokenParams = Type.Object({
   // No constraint here: a schema failure on a path parameter would be answered 40004 (a plant id); an id
@@ -76,6 +78,8 @@ export interface TokenRoutesOptions {
  * from the store at least every TOKEN_CACHE_TTL_MS.
  */
 export const tokenRoutes: FastifyPluginAsyncTypebox<TokenRoutesOptions> = async (app, { store, auth }) => {
+  // This scope's schemas, before its routes name them.
+  for (const schema of TOKEN_SCHEMAS) app.addSchema(schema);
   const guard = [...auth.identify, ...auth.throttle];
 
   app.post(
@@ -94,9 +98,9 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<TokenRoutesOptions> = async 
           'token for any user, with any scopes and admin or not, as `plantstore token create` does. The answer carries the secret, shown ' +
           'this once; the store keeps only its hash.',
         security: SECURITY,
-        body: ref<NewTokenBody>('NewToken'),
+        body: ref<NewTokenBody>(NewTokenSchema),
         response: {
-          201: { description: 'Created; the secret is in this answer only', ...ref('CreatedToken') },
+          201: { description: 'Created; the secret is in this answer only', ...ref(CreatedTokenSchema) },
           ...errorResponses(...BODY_ERRORS, ERRORS.invalidTokenRequest, ...TOKEN_AUTH_ERRORS, ERRORS.adminRequired),
         },
       },
@@ -122,7 +126,7 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<TokenRoutesOptions> = async 
           'nor a hash. Any token may list its own user\'s: no scope is needed.',
         security: SECURITY,
         response: {
-          200: { description: 'The tokens', ...Type.Array(ref('Token')) },
+          200: { description: 'The tokens', ...Type.Array(ref(TokenSchema)) },
           ...errorResponses(...TOKEN_AUTH_ERRORS),
         },
       },

@@ -97,3 +97,6 @@ export const CreatedTokenSchema = Type.Object(
   { $id: 'CreatedToken', additionalProperties: false, description: 'A new token\'s record with its secret (shown once)' },
 );
 export type CreatedTokenView = Static<typeof CreatedTokenSchema>;
+
+/** The schemas the token routes add in their scope (index.ts), in the order /openapi.json lists them. */
+export const TOKEN_SCHEMAS = [NewTokenSchema, CreatedTokenSchema, TokenSchema];

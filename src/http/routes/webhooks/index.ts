@@ -8,7 +8,9 @@ import { ApiError, ERRORS } from '../../errors.js';
 import { AUTHENTICATION_ERRORS, BODY_ERRORS, errorResponses, ref, SECURITY, TAG } from '../../schemas.js';
 import { ENDPOINT_ID, EndpointParams, ownerOf, refusal } from './endpoint.js';
 import { webhookOperationRoutes } from './operations.js';
-import type { CreatedWebhook, NewWebhookBody } from './schemas.js';
+import {
+  CreatedWebhookSchema, NewWebhookSchema, WEBHOOK_SCHEMAS, WebhookDeliverySchema, WebhookSchema, type CreatedWebhook, type NewWebhookBody,
+} from './schemas.js';
 
 const DELIVERIES_DEFAULT = 50;
 const DELIVERIES_MAX = 1000;
@@ -35,6 +37,8 @@ export interface WebhookRoutesOptions {
  * route needs the webhooks:manage scope. Delivery itself is src/webhooks/ (the dispatcher).
  */
 export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (app, { store, auth, settings, maxQueuedPerUser, onDeleted }) => {
+  // This scope's schemas, before any route of it (operations.ts's included) names them.
+  for (const schema of WEBHOOK_SCHEMAS) app.addSchema(schema);
   const guard = [...auth.identify, requireScope('webhooks:manage'), ...auth.throttle];
 
   app.post(
@@ -51,9 +55,9 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
           'holds an active admin token), signed with ' +
           'Standard Webhooks headers (see the `webhooks` section). The answer carries the signing secret, shown this once.',
         security: SECURITY,
-        body: ref<NewWebhookBody>('NewWebhook'),
+        body: ref<NewWebhookBody>(NewWebhookSchema),
         response: {
-          201: { description: 'Registered; the secret is in this answer only', ...ref('CreatedWebhook') },
+          201: { description: 'Registered; the secret is in this answer only', ...ref(CreatedWebhookSchema) },
           ...errorResponses(
             ...BODY_ERRORS, ERRORS.invalidWebhook, ERRORS.privateDestination, ...AUTHENTICATION_ERRORS, ERRORS.webhookLimit,
           ),
@@ -86,7 +90,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
         description: 'The caller\'s endpoints (an admin token: every user\'s), in registration order, never with their secrets.',
         security: SECURITY,
         response: {
-          200: { description: 'The endpoints', ...Type.Array(ref('Webhook')) },
+          200: { description: 'The endpoints', ...Type.Array(ref(WebhookSchema)) },
           ...errorResponses(...AUTHENTICATION_ERRORS),
         },
       },
@@ -136,7 +140,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
         params: EndpointParams,
         querystring: DeliveriesQuery,
         response: {
-          200: { description: 'Attempts, newest first', ...Type.Array(ref('WebhookDelivery')) },
+          200: { description: 'Attempts, newest first', ...Type.Array(ref(WebhookDeliverySchema)) },
           ...errorResponses(ERRORS.invalidQuery, ...AUTHENTICATION_ERRORS, ERRORS.webhookNotFound),
         },
       },

@@ -11,7 +11,11 @@ import { requireScope, type AuthSteps } from '../../auth/index.js';
 import { ApiError, ERRORS } from '../../errors.js';
 import { AUTHENTICATION_ERRORS, BODY_ERRORS, errorResponses, OPTIONAL_BODY, ref, SECURITY, TAG } from '../../schemas.js';
 import { ENDPOINT_ID, EndpointParams, ownerOf, refusal } from './endpoint.js';
-import type { RotatedWebhookSecret, WebhookRecoveryBody, WebhookSecretRotationBody, WebhookUpdateBody } from './schemas.js';
+import {
+  QueuedWebhookEventSchema, RecoveredWebhookEventsSchema, RotatedWebhookSecretSchema, WebhookRecoverySchema, WebhookSchema,
+  WebhookSecretRotationSchema, WebhookUpdateSchema,
+  type RotatedWebhookSecret, type WebhookRecoveryBody, type WebhookSecretRotationBody, type WebhookUpdateBody,
+} from './schemas.js';
 
 const EventParams = Type.Object({
   id: EndpointParams.properties.id,
@@ -70,9 +74,9 @@ export const webhookOperationRoutes: FastifyPluginAsyncTypebox<WebhookOperationR
           'the new URL. `enabled: true` enables an endpoint disabled by a 410 or by hand; `enabled: false` disables it and fails its ' +
           'pending events. Events created while it is disabled are never queued for it.',
         params: EndpointParams,
-        body: ref<WebhookUpdateBody>('WebhookUpdate'),
+        body: ref<WebhookUpdateBody>(WebhookUpdateSchema),
         response: {
-          200: { description: 'The endpoint as changed', ...ref('Webhook') },
+          200: { description: 'The endpoint as changed', ...ref(WebhookSchema) },
           ...errorResponses(...BODY_ERRORS, ERRORS.invalidWebhook, ERRORS.privateDestination, ...AUTHENTICATION_ERRORS, ERRORS.webhookNotFound),
         },
       },
@@ -103,7 +107,7 @@ export const webhookOperationRoutes: FastifyPluginAsyncTypebox<WebhookOperationR
           'endpoint\'s user already has WEBHOOK_MAX_QUEUED_PER_USER events queued by test, resend and recover.',
         params: EventParams,
         response: {
-          202: { description: 'Queued', ...ref('QueuedWebhookEvent') },
+          202: { description: 'Queued', ...ref(QueuedWebhookEventSchema) },
           ...errorResponses(
             ...BODY_ERRORS, ...AUTHENTICATION_ERRORS, ERRORS.webhookNotFound, ERRORS.webhookEventNotFound, ERRORS.webhookDisabled,
             ERRORS.webhookQueueFull,
@@ -136,9 +140,9 @@ export const webhookOperationRoutes: FastifyPluginAsyncTypebox<WebhookOperationR
           'endpoint\'s user past WEBHOOK_MAX_QUEUED_PER_USER events queued by test, resend and recover, nothing is queued (40903, saying ' +
           'how many are queued and how many more this would queue); a later `since` recovers fewer.',
         params: EndpointParams,
-        body: ref<WebhookRecoveryBody>('WebhookRecovery'),
+        body: ref<WebhookRecoveryBody>(WebhookRecoverySchema),
         response: {
-          202: { description: 'Queued', ...ref('RecoveredWebhookEvents') },
+          202: { description: 'Queued', ...ref(RecoveredWebhookEventsSchema) },
           ...errorResponses(
             ...BODY_ERRORS, ERRORS.invalidWebhookOperation, ...AUTHENTICATION_ERRORS, ERRORS.webhookNotFound, ERRORS.webhookDisabled,
             ERRORS.webhookQueueFull,
@@ -176,9 +180,9 @@ export const webhookOperationRoutes: FastifyPluginAsyncTypebox<WebhookOperationR
           'Gives the endpoint a new secret, shown in this answer only. Until `previousSecretExpiresAt` (the overlap), every delivery carries ' +
           'two signatures, `v1,<new> v1,<old>`, so that a receiver can switch keys without missing an event; after it, only the new one.',
         params: EndpointParams,
-        body: ref<WebhookSecretRotationBody>('WebhookSecretRotation'),
+        body: ref<WebhookSecretRotationBody>(WebhookSecretRotationSchema),
         response: {
-          200: { description: 'Rotated; the new secret is in this answer only', ...ref('RotatedWebhookSecret') },
+          200: { description: 'Rotated; the new secret is in this answer only', ...ref(RotatedWebhookSecretSchema) },
           ...errorResponses(...BODY_ERRORS, ERRORS.invalidWebhookOperation, ...AUTHENTICATION_ERRORS, ERRORS.webhookNotFound),
         },
       },
@@ -208,7 +212,7 @@ export const webhookOperationRoutes: FastifyPluginAsyncTypebox<WebhookOperationR
           'Refused with 40903 when the endpoint\'s user already has WEBHOOK_MAX_QUEUED_PER_USER events queued by test, resend and recover.',
         params: EndpointParams,
         response: {
-          202: { description: 'Queued', ...ref('QueuedWebhookEvent') },
+          202: { description: 'Queued', ...ref(QueuedWebhookEventSchema) },
           ...errorResponses(...BODY_ERRORS, ...AUTHENTICATION_ERRORS, ERRORS.webhookNotFound, ERRORS.webhookDisabled, ERRORS.webhookQueueFull),
         },
       },

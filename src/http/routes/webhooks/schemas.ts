@@ -155,3 +155,9 @@ export const RecoveredWebhookEventsSchema = Type.Object(
 const deliveryViewMatches: Same<Static<typeof WebhookDeliverySchema>, WebhookDeliveryView> = true;
 void webhookViewMatches;
 void deliveryViewMatches;
+
+/** The schemas the webhook routes add in their scope (index.ts), in the order /openapi.json lists them. */
+export const WEBHOOK_SCHEMAS = [
+  NewWebhookSchema, CreatedWebhookSchema, WebhookSchema, WebhookDeliverySchema, WebhookUpdateSchema, WebhookRecoverySchema,
+  WebhookSecretRotationSchema, RotatedWebhookSecretSchema, QueuedWebhookEventSchema, RecoveredWebhookEventsSchema,
+];

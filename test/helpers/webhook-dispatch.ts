@@ -6,7 +6,8 @@ import type { NewPlant } from '../../src/domain/plant.js';
 import type { Store } from '../../src/store/store.js';
 import { webhookService, type WebhookService, type WebhookServiceSettings } from '../../src/webhooks/service.js';
 import { silentLogger } from './app.js';
-import { eventually, type Received } from './webhook-receiver.js';
+import { eventually } from './eventually.js';
+import { type Received } from './webhook-receiver.js';
 
 /** Short everything, so that retries happen within a test. WEBHOOK_ALLOW_PRIVATE on: receivers are on loopback. */
 export const SETTINGS: WebhookServiceSettings = {
@@ -57,5 +58,5 @@ export async function attempts(store: Store, endpointId: string, done: (n: numbe
     const list = await store.webhooks.listDeliveryAttempts(endpointId, null, 100);
     assert.ok(list);
     return done(list.length) ? list : undefined;
-  }, 15_000, 'attempts recorded');
+  }, 'attempts recorded');
 }

@@ -7,7 +7,8 @@ import { issueToken } from '../helpers/tokens.js';
 import { webhookService } from '../../src/webhooks/service.js';
 import { BACKEND, silentLogger, testDatabase, testStore } from '../helpers/app.js';
 import { startServer } from '../helpers/process.js';
-import { eventually, receiver } from '../helpers/webhook-receiver.js';
+import { eventually } from '../helpers/eventually.js';
+import { receiver } from '../helpers/webhook-receiver.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 
@@ -80,7 +81,7 @@ test('two instances on one database: a user\'s dead receivers with a backlog fil
   }
   const held = () => dead[0]!.received.length + dead[1]!.received.length;
   // Each instance holds alice's share of its own slots: both have claimed.
-  await eventually(() => (held() >= 8 ? true : undefined), 15_000, 'both instances to hold dead requests');
+  await eventually(() => (held() >= 8 ? true : undefined), 'both instances to hold dead requests');
   await db.store.plants.createPlant('bob', { id: 1000n, name: 'b' });
   // Before fairness, each instance's slots were all alice's until a dead attempt timed out (30 s).
   const [got] = await live.waitFor(1, 25_000);

@@ -11,7 +11,8 @@ import { reasonLabel } from '../../src/http/plugins/metrics.js';
 import { BACKEND, testDatabase } from '../helpers/app.js';
 import { has, json, parse, serveWithMetrics, token, value, type Sample } from '../helpers/metrics.js';
 import { spawnServer } from '../helpers/process.js';
-import { eventually, receiver, sleep } from '../helpers/webhook-receiver.js';
+import { eventually } from '../helpers/eventually.js';
+import { receiver, sleep } from '../helpers/webhook-receiver.js';
 
 /** The TCP ports a process listens on, from /proc (Linux): its socket inodes in the LISTEN state (0A). */
 function listeningPorts(pid: number): number[] {
@@ -221,7 +222,7 @@ test('a webhook delivery moves the attempts counter, and the backlog gauges whil
     const samples = await run.scrape();
     return value(samples, 'plantstore_webhook_delivery_attempts_total', { result: 'delivered' }) === 1 &&
       value(samples, 'plantstore_webhook_pending_events') === 0 ? samples : undefined;
-  }, 15_000, 'the delivery to be recorded');
+  }, 'the delivery to be recorded');
   assert.equal(value(done, 'plantstore_webhook_oldest_pending_age_seconds'), 0);
   assert.ok((value(done, 'plantstore_store_operation_duration_seconds_count', { operation: 'claimDeliveries', backend: BACKEND }) ?? 0) >= 1);
 });
@@ -234,7 +235,7 @@ test('a scrape answers while the store is unavailable: store_up 0, no backlog ga
     const down = await eventually(async () => {
       const samples = await run.scrape();
       return value(samples, 'plantstore_store_up') === 0 ? samples : undefined;
-    }, 15_000, 'the lost file to be noticed');
+    }, 'the lost file to be noticed');
     assert.equal(has(down, 'plantstore_webhook_pending_events'), false);
     assert.equal(has(down, 'plantstore_webhook_oldest_pending_age_seconds'), false);
     renameSync(`${path}.away`, path);
@@ -259,7 +260,7 @@ test('a scrape answers while the store is unavailable: store_up 0, no backlog ga
   const back = await eventually(async () => {
     const samples = await run.scrape();
     return value(samples, 'plantstore_store_up') === 1 && has(samples, 'plantstore_webhook_pending_events') ? samples : undefined;
-  }, 15_000, 'the store to be back');
+  }, 'the store to be back');
   assert.equal(value(back, 'plantstore_webhook_pending_events'), 0);
 });
 

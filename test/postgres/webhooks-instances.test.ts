@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import { newEndpointId, newWebhookSecret } from '../../src/domain/webhook.js';
 import { openStore } from '../../src/store/open.js';
@@ -39,8 +38,12 @@ test('two server instances on one database: with a receiver answering 200, each 
   }
   await Promise.all(creates);
   await rx.waitFor(PLANTS, 30_000);
-  // Past a few polls of both instances: anything delivered twice would have arrived by now.
-  await sleep(2500);
+  // Once the store holds no pending event, neither instance can claim one again; once both have stopped
+  // (each drains its attempts in flight), whatever was sent twice has arrived.
+  const observer = await openStore(db.config, { logger: silentLogger, poolSize: 1, startupTimeoutMs: 5000, server: false });
+  t.after(() => observer.close());
+  await eventually(async () => ((await observer.outbox.webhookBacklog(PLANTS)).pending === 0 ? true : undefined), 'every event recorded delivered');
+  assert.deepEqual(await Promise.all([a.stop(), b.stop()]), [0, 0]);
   const perEvent = new Map<string, number>();
   const perPlant = new Map<string, number>();
   for (const r of rx.received) {
@@ -51,7 +54,6 @@ test('two server instances on one database: with a receiver answering 200, each 
   assert.equal(rx.received.length, PLANTS);
   assert.equal(perEvent.size, PLANTS);
   assert.equal(perPlant.size, PLANTS);
-  assert.deepEqual(await Promise.all([a.stop(), b.stop()]), [0, 0]);
 });
 
 test('two instances on one database: a user\'s dead receivers with a backlog fill neither, and another user\'s event arrives', async (t) => {

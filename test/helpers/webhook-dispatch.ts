@@ -60,3 +60,13 @@ export async function attempts(store: Store, endpointId: string, done: (n: numbe
     return done(list.length) ? list : undefined;
   }, 'attempts recorded');
 }
+
+/**
+ * Nothing more can reach a receiver: the store holds no pending event (none left to claim or retry),
+ * then the worker has stopped, its attempts in flight ended. What a test proves "is not sent" it can
+ * then read from its receivers, with no window to wait out.
+ */
+export async function drained(store: Store, d: WebhookService): Promise<void> {
+  await eventually(async () => ((await store.outbox.webhookBacklog(1000)).pending === 0 ? true : undefined), 'no event pending');
+  await d.stop(Date.now() + 1000);
+}

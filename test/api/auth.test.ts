@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { TOKEN_CACHE_TTL_MS } from '../../src/http/auth/index.js';
@@ -81,10 +80,11 @@ test('unknown or malformed tokens: 401 40101 with error="invalid_token"', async 
 
 test('an expired token is refused with 40101', async (t) => {
   const { app, token } = await testApp(t);
-  // Long enough for the first request on a loaded machine, where a much shorter lifetime ran out before it.
+  // The clock is the test's: the token's lifetime passes when the test moves it, however slow the machine.
+  t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
   const secret = await token('alice', { expiresInMs: 2000 });
   assert.equal((await list(app, secret)).statusCode, 200);
-  await sleep(2100);
+  t.mock.timers.tick(2100);
   const res = await list(app, secret);
   assert.equal(res.statusCode, 401);
   assert.equal(errorBody(res).error, 40101);
@@ -92,6 +92,8 @@ test('an expired token is refused with 40101', async (t) => {
 
 test('a revoked token is refused, by another handle on the store, within the cache lifetime', async (t) => {
   const { app, token, store, reopen } = await testApp(t);
+  // The cache's lifetime passes on the test's clock.
+  t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
   const secret = await token('alice');
   assert.equal((await list(app, secret)).statusCode, 200);
   const record = await store.tokens.findTokenByHash(hashToken(secret));
@@ -100,7 +102,7 @@ test('a revoked token is refused, by another handle on the store, within the cac
   const other = await reopen();
   assert.equal(await other.tokens.revokeToken(record.id), true);
   assert.equal(await other.tokens.revokeToken(record.id), false, 'revoking twice reports nothing to revoke');
-  await sleep(TOKEN_CACHE_TTL_MS + 100);
+  t.mock.timers.tick(TOKEN_CACHE_TTL_MS + 100);
   const res = await list(app, secret);
   assert.equal(res.statusCode, 401);
   assert.equal(errorBody(res).error, 40101);

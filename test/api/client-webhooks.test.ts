@@ -3,7 +3,8 @@ import { test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { apiError, served } from '../helpers/client.js';
 import { dispatcher } from '../helpers/webhook-dispatch.js';
-import { eventually, receiver } from '../helpers/webhook-receiver.js';
+import { eventually } from '../helpers/eventually.js';
+import { receiver } from '../helpers/webhook-receiver.js';
 
 // The client's webhook operations against a real server (helpers/client.ts), delivered by a real dispatcher.
 

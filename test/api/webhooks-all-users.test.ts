@@ -7,7 +7,7 @@ import { generateToken, hashToken } from '../../src/domain/token.js';
 import { issueToken } from '../helpers/tokens.js';
 import { BACKEND, bearer, create, testApp } from '../helpers/app.js';
 import { AUDIENCE, sign, signingKey, TestProvider } from '../helpers/jwt-provider.js';
-import { eventually } from '../helpers/webhook-receiver.js';
+import { eventually } from '../helpers/eventually.js';
 
 // An all-users endpoint belongs to one user but reaches every user's plants: it does so only while that
 // user holds an active admin token. Tests drive the API and play the dispatcher's part on the store
@@ -128,7 +128,7 @@ test('an admin token that expires: other users\' pending events are failed by th
   await eventually(async () => {
     await store.outbox.sweepWebhooks(new Date(0));
     return (await store.outbox.webhookBacklog(100)).pending === 0 ? true : undefined;
-  }, 15_000, 'the event failed once the admin token expired');
+  }, 'the event failed once the admin token expired');
   assert.deepEqual(await claimAll(store), []);
 });
 

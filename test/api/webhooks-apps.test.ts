@@ -5,7 +5,8 @@ import type { Store } from '../../src/store/store.js';
 import { webhookService, type WebhookService } from '../../src/webhooks/service.js';
 import { bearer, silentLogger, testApp, testStore } from '../helpers/app.js';
 import { add, register, SETTINGS } from '../helpers/webhook-dispatch.js';
-import { eventually, receiver } from '../helpers/webhook-receiver.js';
+import { eventually } from '../helpers/eventually.js';
+import { receiver } from '../helpers/webhook-receiver.js';
 
 // Each app is told of its own deletions only (PluginOptions.onWebhookDeleted), as server.ts wires its
 // webhook worker: two apps in one process (tests, embedders) share no listener.
@@ -66,7 +67,7 @@ test('two apps in one process, each with its own webhook worker: a deletion is t
   toBob.answerHanging(200);
   // Bob's hanging attempt has ended once four attempts have (alice's three): a waiting event of his
   // would have been started then, before the control event below is even queued.
-  await eventually(() => (attempts >= 4 ? true : undefined), 15_000, 'four attempts ended');
+  await eventually(() => (attempts >= 4 ? true : undefined), 'four attempts ended');
   await add(ts.store, 'carol', { id: 100n, name: 'c' });
   await control.waitFor(1);
   assert.equal(toBob.received.length, 1, 'no attempt started after the deletion through app B');

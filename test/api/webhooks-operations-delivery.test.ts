@@ -4,7 +4,8 @@ import { Webhook } from 'standardwebhooks';
 import type { FastifyInstance } from 'fastify';
 import { bearer, create, testApp } from '../helpers/app.js';
 import { dispatcher } from '../helpers/webhook-dispatch.js';
-import { eventually, receiver, type Received } from '../helpers/webhook-receiver.js';
+import { eventually } from '../helpers/eventually.js';
+import { receiver, type Received } from '../helpers/webhook-receiver.js';
 
 // The webhook operations end to end: the API on one side, a real dispatcher and real receivers on
 // loopback on the other, every request checked with the Standard Webhooks library.
@@ -54,7 +55,7 @@ test('during the overlap every delivery carries both signatures, each verifying;
   assert.ok(verifies(next, during), 'the new secret verifies');
   assert.ok(verifies(old, during), 'the old secret verifies');
   // Once the overlap has ended (by the clock: no sweep needed), the old secret signs nothing.
-  await eventually(() => (Date.now() > Date.parse(previousSecretExpiresAt) ? true : undefined), 5000, 'the overlap to end');
+  await eventually(() => (Date.now() > Date.parse(previousSecretExpiresAt) ? true : undefined), 'the overlap to end');
   assert.equal((await create(app, alice, { id: 2, name: 'after' })).statusCode, 200);
   const after = (await rx.waitFor(2))[1] as Received;
   assert.equal(String(after.headers['webhook-signature']).split(' ').length, 1);
@@ -103,7 +104,7 @@ test('recover after a receiver outage: every event that failed meanwhile arrives
   const failed = await eventually(async () => {
     const list = (await deliveries()).filter((d) => d.state === 'failed');
     return list.length === EVENTS ? list : undefined;
-  }, 15_000, 'every event to fail');
+  }, 'every event to fail');
   await rx.reopen();
   const res = await call(app, alice, 'POST', `/webhooks/${id}/recover`, { since: outage });
   assert.equal(res.statusCode, 202, res.body);

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { eventually } from './webhook-receiver.js';
+import { eventually } from './eventually.js';
 
 /** One HTTP/1.1 answer read off a socket: status, lower-cased header names, body text. */
 export interface RawAnswer {
@@ -61,7 +61,7 @@ export async function rawInParts(app: FastifyInstance, parts: readonly string[],
     const bytes = Buffer.from(part, 'latin1');
     socket.write(bytes);
     sent += bytes.length;
-    await eventually(() => (server.bytesRead >= sent || closed || socket.destroyed ? true : undefined), waitMs, 'the server reading a part');
+    await eventually(() => (server.bytesRead >= sent || closed || socket.destroyed ? true : undefined), 'the server reading a part');
   }
   await ended;
   clearTimeout(timer);

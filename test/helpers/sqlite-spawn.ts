@@ -92,16 +92,6 @@ export function exitCode(exited: Promise<number | null>, ms = 15_000): Promise<n
   return Promise.race([exited, sleep(ms, undefined, { ref: false }).then(() => 'still running' as const)]);
 }
 
-/** Polls until `done` holds, at most `ms`; the last value either way. */
-export async function eventually<T>(ms: number, get: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await get();
-    if (done(value) || Date.now() > end) return value;
-    await sleep(100);
-  }
-}
-
 export interface Answer {
   readonly status: number;
   readonly body: string;

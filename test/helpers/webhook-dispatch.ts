@@ -6,7 +6,8 @@ import type { NewPlant } from '../../src/domain/plant.js';
 import type { Store } from '../../src/store/store.js';
 import { webhookService, type WebhookService, type WebhookServiceSettings } from '../../src/webhooks/service.js';
 import { silentLogger } from './app.js';
-import { eventually, type Received } from './webhook-receiver.js';
+import { eventually } from './eventually.js';
+import { type Received } from './webhook-receiver.js';
 
 /** Short everything, so that retries happen within a test. WEBHOOK_ALLOW_PRIVATE on: receivers are on loopback. */
 export const SETTINGS: WebhookServiceSettings = {
@@ -57,5 +58,15 @@ export async function attempts(store: Store, endpointId: string, done: (n: numbe
     const list = await store.webhooks.listDeliveryAttempts(endpointId, null, 100);
     assert.ok(list);
     return done(list.length) ? list : undefined;
-  }, 15_000, 'attempts recorded');
+  }, 'attempts recorded');
+}
+
+/**
+ * Nothing more can reach a receiver: the store holds no pending event (none left to claim or retry),
+ * then the worker has stopped, its attempts in flight ended. What a test proves "is not sent" it can
+ * then read from its receivers, with no window to wait out.
+ */
+export async function drained(store: Store, d: WebhookService): Promise<void> {
+  await eventually(async () => ((await store.outbox.webhookBacklog(1000)).pending === 0 ? true : undefined), 'no event pending');
+  await d.stop(Date.now() + 1000);
 }

@@ -109,14 +109,3 @@ export async function freePort(): Promise<number> {
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `check` until it returns a value other than undefined (rejects after `hangMs`). */
-export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, hangMs = 15_000, what = 'condition'): Promise<T> {
-  const until = Date.now() + hangMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`${what} not reached in ${hangMs} ms`);
-    await sleep(20);
-  }
-}

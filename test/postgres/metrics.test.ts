@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { has, parse, value } from '../helpers/metrics.js';
 import { spawnServer } from '../helpers/process.js';
-import { eventually } from '../helpers/webhook-receiver.js';
+import { eventually } from '../helpers/eventually.js';
 
 test('until the store opens, the metrics answer with store_up 0 and no backlog', async (t) => {
   // Nothing listens on this port: the server waits for its database, listening, with metrics on.
@@ -11,7 +11,7 @@ test('until the store opens, the metrics answer with store_up 0 and no backlog',
   });
   await server.listening;
   t.after(() => server.stop());
-  const metrics = await eventually(() => /"metrics":"(http:\/\/127\.0\.0\.1:\d+\/metrics)"/.exec(server.logs())?.[1], 15_000, 'the metrics line');
+  const metrics = await eventually(() => /"metrics":"(http:\/\/127\.0\.0\.1:\d+\/metrics)"/.exec(server.logs())?.[1], 'the metrics line');
   const samples = parse(await (await fetch(metrics)).text());
   assert.equal(value(samples, 'plantstore_store_up'), 0);
   assert.equal(value(samples, 'plantstore_build_info', { backend: 'postgres' }), 1);

@@ -8,7 +8,7 @@ import type { NewPlant } from '../../src/domain/plant.js';
 import type { Store } from '../../src/store/store.js';
 import { issueToken } from '../helpers/tokens.js';
 import { adminSql, BACKEND, testStore } from '../helpers/app.js';
-import { eventually } from '../helpers/webhook-receiver.js';
+import { eventually } from '../helpers/eventually.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 
@@ -100,7 +100,7 @@ test('while one instance\'s claim runs, it holds only the events it takes: anoth
       JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace n ON n.oid = c.relnamespace
       WHERE a.wait_event = 'PgSleep' AND c.relname = 'webhook_deliveries' AND n.nspname = '${schema}'`);
     return res?.rowCount ? true : undefined;
-  }, 10_000, 'instance a\'s claim under way');
+  }, 'instance a\'s claim under way');
   const second = await claim(b, 'b', { limit: 50, perEndpoint: 50 });
   const taken = await first;
   assert.equal(taken?.length, 1);

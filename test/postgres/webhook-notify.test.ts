@@ -8,7 +8,8 @@ import type { Store, StoreObserver } from '../../src/store/store.js';
 import { webhookService } from '../../src/webhooks/service.js';
 import { adminSql, BACKEND, POSTGRES_URL, silentLogger, testDatabase, type TestDatabase } from '../helpers/app.js';
 import { add, register, SETTINGS } from '../helpers/webhook-dispatch.js';
-import { eventually, receiver } from '../helpers/webhook-receiver.js';
+import { eventually } from '../helpers/eventually.js';
+import { receiver } from '../helpers/webhook-receiver.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 
@@ -37,7 +38,7 @@ async function listener(name: string): Promise<number> {
       `SELECT pid FROM pg_stat_activity WHERE application_name = '${name}' AND query LIKE 'LISTEN %' AND state = 'idle'`,
     );
     return result?.rows[0]?.pid as number | undefined;
-  }, 15_000, `${name} listening`);
+  }, `${name} listening`);
 }
 
 test('an event created through instance A is delivered by instance B\'s worker at once, B\'s poll far away; also after B\'s listening connection was cut', async (t) => {
@@ -62,7 +63,7 @@ test('an event created through instance A is delivered by instance B\'s worker a
   const second = await eventually(async () => {
     const pid = await listener(`notify_b_${tag}`);
     return pid === first ? undefined : pid;
-  }, 15_000, 'listening again');
+  }, 'listening again');
   assert.notEqual(second, first);
   await add(a, 'alice', { id: 2n, name: 'two' });
   const both = await rx.waitFor(2, DELIVERED_WITHIN_MS);
@@ -94,7 +95,7 @@ test('one notification per commit that queued events: none for creates that queu
   assert.equal(commits, 1);
   // Notifications reach listeners in commit order: once this one is heard, every earlier one has been.
   await adminSql(POSTGRES_URL as string, "NOTIFY plantstore_events, 'end'");
-  await eventually(() => (heard.includes('end') ? true : undefined), 15_000, 'the last notification');
+  await eventually(() => (heard.includes('end') ? true : undefined), 'the last notification');
   const ours = heard.filter((payload) => payload.endsWith(`:${schema}`));
   assert.equal(ours.length, 1, JSON.stringify(heard));
 });

@@ -4,7 +4,8 @@ import { Webhook } from 'standardwebhooks';
 import { newEndpointId, newWebhookSecret, type WebhookEndpoint } from '../../src/domain/webhook.js';
 import { BACKEND, testStore } from '../helpers/app.js';
 import { dispatcher } from '../helpers/webhook-dispatch.js';
-import { eventually, receiver } from '../helpers/webhook-receiver.js';
+import { eventually } from '../helpers/eventually.js';
+import { receiver } from '../helpers/webhook-receiver.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 
@@ -56,7 +57,7 @@ test('a recover through one instance is claimed once across two instances: each 
   await eventually(async () => {
     const attempts = await db.store.webhooks.listDeliveryAttempts(endpoint.id, null, 1000);
     return attempts?.filter((a) => a.state === 'failed').length === EVENTS ? true : undefined;
-  }, 20_000, 'every event to fail');
+  }, 'every event to fail');
   await rx.reopen();
   assert.equal(await other.webhooks.recoverWebhookEvents(endpoint.id, null, since), EVENTS);
   await rx.waitFor(EVENTS, 20_000);
@@ -64,7 +65,7 @@ test('a recover through one instance is claimed once across two instances: each 
   await eventually(async () => {
     const attempts = await db.store.webhooks.listDeliveryAttempts(endpoint.id, null, 1000);
     return attempts?.filter((a) => a.state === 'delivered').length === EVENTS ? true : undefined;
-  }, 20_000, 'every event to be delivered');
+  }, 'every event to be delivered');
   const ids = rx.received.map((r) => r.headers['webhook-id']);
   assert.equal(ids.length, EVENTS);
   assert.equal(new Set(ids).size, EVENTS);

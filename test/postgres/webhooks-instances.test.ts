@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import { newEndpointId, newWebhookSecret } from '../../src/domain/webhook.js';
 import { openStore } from '../../src/store/open.js';
@@ -7,7 +6,8 @@ import { issueToken } from '../helpers/tokens.js';
 import { webhookService } from '../../src/webhooks/service.js';
 import { BACKEND, silentLogger, testDatabase, testStore } from '../helpers/app.js';
 import { startServer } from '../helpers/process.js';
-import { eventually, receiver } from '../helpers/webhook-receiver.js';
+import { eventually } from '../helpers/eventually.js';
+import { receiver } from '../helpers/webhook-receiver.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 
@@ -38,8 +38,12 @@ test('two server instances on one database: with a receiver answering 200, each 
   }
   await Promise.all(creates);
   await rx.waitFor(PLANTS, 30_000);
-  // Past a few polls of both instances: anything delivered twice would have arrived by now.
-  await sleep(2500);
+  // Once the store holds no pending event, neither instance can claim one again; once both have stopped
+  // (each drains its attempts in flight), whatever was sent twice has arrived.
+  const observer = await openStore(db.config, { logger: silentLogger, poolSize: 1, startupTimeoutMs: 5000, server: false });
+  t.after(() => observer.close());
+  await eventually(async () => ((await observer.outbox.webhookBacklog(PLANTS)).pending === 0 ? true : undefined), 'every event recorded delivered');
+  assert.deepEqual(await Promise.all([a.stop(), b.stop()]), [0, 0]);
   const perEvent = new Map<string, number>();
   const perPlant = new Map<string, number>();
   for (const r of rx.received) {
@@ -50,7 +54,6 @@ test('two server instances on one database: with a receiver answering 200, each 
   assert.equal(rx.received.length, PLANTS);
   assert.equal(perEvent.size, PLANTS);
   assert.equal(perPlant.size, PLANTS);
-  assert.deepEqual(await Promise.all([a.stop(), b.stop()]), [0, 0]);
 });
 
 test('two instances on one database: a user\'s dead receivers with a backlog fill neither, and another user\'s event arrives', async (t) => {
@@ -80,7 +83,7 @@ test('two instances on one database: a user\'s dead receivers with a backlog fil
   }
   const held = () => dead[0]!.received.length + dead[1]!.received.length;
   // Each instance holds alice's share of its own slots: both have claimed.
-  await eventually(() => (held() >= 8 ? true : undefined), 15_000, 'both instances to hold dead requests');
+  await eventually(() => (held() >= 8 ? true : undefined), 'both instances to hold dead requests');
   await db.store.plants.createPlant('bob', { id: 1000n, name: 'b' });
   // Before fairness, each instance's slots were all alice's until a dead attempt timed out (30 s).
   const [got] = await live.waitFor(1, 25_000);

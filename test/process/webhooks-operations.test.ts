@@ -3,7 +3,8 @@ import { test } from 'node:test';
 import { testDatabase } from '../helpers/app.js';
 import { json, serveWithMetrics, token, value } from '../helpers/metrics.js';
 import { runCli, startServer } from '../helpers/process.js';
-import { eventually, receiver } from '../helpers/webhook-receiver.js';
+import { eventually } from '../helpers/eventually.js';
+import { receiver } from '../helpers/webhook-receiver.js';
 
 // What the webhook operations queue goes where every event goes: into the outbox (so a kill -9 loses
 // none) and through the dispatcher (so the attempts metrics count it), in real server processes.
@@ -28,7 +29,7 @@ test('a test event and its resend are counted in the delivery attempts metric', 
     const samples = await run.scrape();
     return value(samples, 'plantstore_webhook_delivery_attempts_total', { result: 'delivered' }) === 2 &&
       value(samples, 'plantstore_webhook_pending_events') === 0 ? true : undefined;
-  }, 15_000, 'both attempts to be counted');
+  }, 'both attempts to be counted');
 });
 
 test('a test event survives kill -9 of the server that queued it, and the next server delivers it with its id', async (t) => {
@@ -47,7 +48,7 @@ test('a test event survives kill -9 of the server that queued it, and the next s
   await eventually(async () => {
     const attempts = await (await fetch(`${first.url}/webhooks/${id}/deliveries`, { headers })).json() as { state: string }[];
     return attempts.length === 1 && attempts[0]?.state === 'pending' ? true : undefined;
-  }, 15_000, 'the refused first attempt to be recorded');
+  }, 'the refused first attempt to be recorded');
   await first.stop('SIGKILL');
   await rx.reopen();
   const second = await startServer(t, env);

@@ -7,7 +7,8 @@ import { startCheckpointer, type CheckpointEvents } from '../../src/store/sqlite
 import Database from '../../src/store/sqlite/driver.js';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { BACKEND } from '../helpers/app.js';
-import { eventually, tempDir } from '../helpers/sqlite-spawn.js';
+import { eventually } from '../helpers/eventually.js';
+import { tempDir } from '../helpers/sqlite-spawn.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 
@@ -84,7 +85,7 @@ test('past its threshold the thread copies the WAL back into the file, and the w
   f.writeAtOnce(30);
   const before = f.wal();
   assert.ok(before.log >= 30, `30 commits wrote ${before.log} frames`);
-  const after = await eventually(10_000, async () => f.wal(), copiedBack);
+  const after = await eventually(() => (copiedBack(f.wal()) ? f.wal() : undefined), () => `not copied back: ${JSON.stringify(f.wal())}`);
   assert.ok(copiedBack(after), `not copied back: ${JSON.stringify(after)}`);
   f.write(1);
   assert.ok(f.wal().log < 5, `the WAL started over: ${JSON.stringify(f.wal())}`);
@@ -100,7 +101,7 @@ test('below its threshold the thread copies nothing; past it, it does', async (t
   await sleep(300);
   assert.equal(f.wal().checkpointed, 0, JSON.stringify(f.wal()));
   f.writeAtOnce(100);
-  const after = await eventually(10_000, async () => f.wal(), copiedBack);
+  const after = await eventually(() => (copiedBack(f.wal()) ? f.wal() : undefined), () => `not copied back: ${JSON.stringify(f.wal())}`);
   assert.ok(copiedBack(after), `not copied back: ${JSON.stringify(after)}`);
 });
 
@@ -125,7 +126,7 @@ test('frames committed after a checkpoint copied the rest are copied too (with t
   // Far below the thread's threshold: only its second step copies them.
   const checkpointer = startCheckpointer(f.path, recorder().events, { frames: 1000, checkMs: 10 });
   t.after(() => checkpointer.close());
-  const after = await eventually(10_000, async () => f.wal(), copiedBack);
+  const after = await eventually(() => (copiedBack(f.wal()) ? f.wal() : undefined), () => `not copied back: ${JSON.stringify(f.wal())}`);
   assert.ok(copiedBack(after), `not copied back: ${JSON.stringify(after)}`);
   f.write(1);
   assert.ok(f.wal().log < 5, `the WAL started over: ${JSON.stringify(f.wal())}`);
@@ -171,10 +172,11 @@ test("a server's store: its WAL is copied back and started over in the backgroun
   }
   assert.ok(highest >= 1000, `the WAL reached ${highest} frames`);
   // Started over: far fewer frames than it had.
-  const later = await eventually(10_000, async () => {
+  const later = await eventually(async () => {
     await store.plants.createPlant('alice', { id: BigInt(10_000 + Date.now() % 1_000_000), name: 'one more' });
-    return wal();
-  }, (w) => w.log < 1000);
+    const w = wal();
+    return w.log < 1000 ? w : undefined;
+  }, () => `the WAL was not started over: ${JSON.stringify(wal())}`);
   assert.ok(later.log < 1000, `the WAL was not started over: ${JSON.stringify(later)}`);
   probe.close();
   closed = true;

@@ -5,12 +5,10 @@ import { openStore } from '../../src/store/open.js';
 import { StoreUnavailableError } from '../../src/store/store.js';
 import { BACKEND, silentLogger, testDatabase } from '../helpers/app.js';
 import { runCli, startServer, type ServerProcess } from '../helpers/process.js';
-import { call, errorCode, eventually, servedSqlite } from '../helpers/sqlite-spawn.js';
+import { eventually } from '../helpers/eventually.js';
+import { call, errorCode, servedSqlite } from '../helpers/sqlite-spawn.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
-
-/** "Within seconds": the server checks its file every second. */
-const NOTICE_MS = 5000;
 
 function logLines(server: ServerProcess): Array<{ level: number; msg: string; path?: string }> {
   return server.logs().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
@@ -24,7 +22,10 @@ async function servedStore(t: TestContext) {
 }
 
 async function expectLost(s: Awaited<ReturnType<typeof servedStore>>, what: RegExp): Promise<void> {
-  const ready = await eventually(NOTICE_MS, s.ready, (a) => a.status !== 200);
+  const ready = await eventually(async () => {
+    const a = await s.ready();
+    return a.status !== 200 ? a : undefined;
+  }, 'the server to be unready');
   assert.equal(ready.status, 503, 'unready within seconds');
   assert.equal(errorCode(ready), 50300);
   const create = await s.create(2);
@@ -69,11 +70,11 @@ test('a store file moved away and back: the store is unavailable meanwhile and s
   t.after(() => store.close());
   assert.equal(await store.plants.createPlant('alice', { id: 1n, name: 'a' }), 'created');
   renameSync(path, `${path}.moved`);
-  const lost = await eventually(NOTICE_MS, () => store.health.ping().then(() => undefined, (e: unknown) => e), (e) => e !== undefined);
+  const lost = await eventually(() => store.health.ping().then(() => undefined, (e: unknown) => e), 'ping to fail');
   assert.ok(lost instanceof StoreUnavailableError, 'ping fails once the file is gone');
   await assert.rejects(store.plants.createPlant('alice', { id: 2n, name: 'b' }), StoreUnavailableError);
   renameSync(`${path}.moved`, path);
-  const back = await eventually(NOTICE_MS, () => store.health.ping().then(() => undefined, (e: unknown) => e), (e) => e === undefined);
+  const back = (await eventually(() => store.health.ping().then(() => ({ error: undefined }), () => undefined), 'ping to succeed')).error;
   assert.equal(back, undefined, 'ready again');
   assert.equal(await store.plants.createPlant('alice', { id: 2n, name: 'b' }), 'created');
   assert.deepEqual((await store.plants.listPlants({ owner: 'alice', limit: 10 })).plants.map((p) => p.name), ['a', 'b']);
@@ -90,12 +91,12 @@ test('a cached page is not served once the store file is moved away: the list is
   assert.equal(await store.plants.listPlants(query), page, 'the page is cached');
   assert.equal(store.plants.cachedPage(query), page, 'and is there for the list route to answer at once');
   renameSync(path, `${path}.moved`);
-  const lost = await eventually(NOTICE_MS, () => store.health.ping().then(() => undefined, (e: unknown) => e), (e) => e !== undefined);
+  const lost = await eventually(() => store.health.ping().then(() => undefined, (e: unknown) => e), 'ping to fail');
   assert.ok(lost instanceof StoreUnavailableError, 'ping fails once the file is gone');
   await assert.rejects(store.plants.listPlants(query), StoreUnavailableError);
   // The route's synchronous look refuses it too (the page is still in the cache).
   assert.throws(() => store.plants.cachedPage(query), StoreUnavailableError);
   renameSync(`${path}.moved`, path);
-  await eventually(NOTICE_MS, () => store.health.ping().then(() => undefined, (e: unknown) => e), (e) => e === undefined);
+  await eventually(() => store.health.ping().then(() => true, () => undefined), 'ping to succeed');
   assert.deepEqual((await store.plants.listPlants(query)).plants, [{ name: 'a' }]);
 });

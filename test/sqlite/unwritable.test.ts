@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { BACKEND } from '../helpers/app.js';
 import { runCli } from '../helpers/process.js';
-import { call, errorCode, eventually, NOBODY, serve, tempDir, type Served, type ServeOptions } from '../helpers/sqlite-spawn.js';
+import { eventually } from '../helpers/eventually.js';
+import { call, errorCode, NOBODY, serve, tempDir, type Served, type ServeOptions } from '../helpers/sqlite-spawn.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 
@@ -20,7 +21,10 @@ async function served(t: TestContext, dir: string, options: ServeOptions, prepar
   const create = (id: number) => call(`${url}/plants`, { method: 'POST', headers, body: JSON.stringify({ id, name: `${'x'.repeat(190)}${id}` }) });
   const list = () => call(`${url}/plants?limit=1`, { headers });
   const ready = () => call(`${url}/readyz`);
-  const opened = await eventually(10_000, ready, (a) => errorCode(a) !== 50301);
+  const opened = await eventually(async () => {
+    const a = await ready();
+    return errorCode(a) !== 50301 ? a : undefined;
+  }, () => `the store did not open: ${server.output()}`);
   assert.notEqual(errorCode(opened), 50301, `the store did not open: ${server.output()}`);
   return { path, server, create, list, ready };
 }
@@ -61,7 +65,10 @@ test('a disk that fills up under a running server: writes answer 503 50300 (not 
 
   // Room again (as root: raise the soft limit of the running server).
   execFileSync('prlimit', ['--pid', String(s.server.child.pid), '--fsize=unlimited:unlimited']);
-  const back = await eventually(5000, s.ready, (a) => a.status === 200);
+  const back = await eventually(async () => {
+    const a = await s.ready();
+    return a.status === 200 ? a : undefined;
+  }, () => `/readyz never 200: ${s.server.output()}`);
   assert.equal(back.status, 200, `/readyz: ${back.body}`);
   assert.equal((await s.create(failed.id)).status, 200, 'the same create succeeds');
   assert.match(s.server.output(), /"level":30,.*"msg":"the SQLite store .* can be written again"/);

@@ -7,7 +7,8 @@ import { openStore } from '../../src/store/open.js';
 import { webhookService } from '../../src/webhooks/service.js';
 import { POSTGRES_URL, silentLogger, testDatabase, testStore, type TestStore } from '../helpers/app.js';
 import { add, attempts, dispatcher, register, SETTINGS } from '../helpers/webhook-dispatch.js';
-import { eventually, freePort, receiver, sleep } from '../helpers/webhook-receiver.js';
+import { eventually } from '../helpers/eventually.js';
+import { freePort, receiver, sleep } from '../helpers/webhook-receiver.js';
 
 // Webhooks under trouble: receivers that hang or are gone, a store that cannot record, retries kept to
 // their due time. (Ordinary delivery is in webhooks-delivery.test.ts.)
@@ -49,7 +50,7 @@ test('one user\'s dead receivers, with a backlog, leave room: another user\'s ev
   const d = dispatcher(t, store, { webhookTimeoutMs: 30_000, webhookConcurrency: 16, webhookEndpointConcurrency: 4 });
   const dead = [...aliceDead, carolDead];
   const inFlight = () => dead.reduce((n, rx) => n + rx.received.length, 0);
-  await eventually(() => (inFlight() >= 10 ? true : undefined), 15_000, 'the dead receivers to hold requests');
+  await eventually(() => (inFlight() >= 10 ? true : undefined), 'the dead receivers to hold requests');
   await add(store, 'bob', { id: 1000n, name: 'b' });
   // Before fairness, bob's event waited for a dead attempt to time out: this bound is below that timeout.
   const [got] = await live.waitFor(1, 25_000);
@@ -112,7 +113,7 @@ test('a store that cannot record an attempt: logged once, and the event is attem
   const unlock = await lockWebhookTables(ts);
   rx.answerHanging(200); // delivered, but the store cannot record it
   // Claims (the poll) and the recording both fail; whichever fails first is the outage's one warning.
-  await eventually(() => (lines.some((l) => /webhook .* failed/.test(l.msg)) ? true : undefined), 15_000, 'failure logged');
+  await eventually(() => (lines.some((l) => /webhook .* failed/.test(l.msg)) ? true : undefined), 'failure logged');
   // Past the recording's own time bound (1 s in tests): it failed too.
   await sleep(2500);
   await unlock();

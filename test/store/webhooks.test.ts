@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { setImmediate as tick, setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate as tick } from 'node:timers/promises';
 import {
   newEndpointId, newWebhookSecret,
   type AttemptResult, type ClaimedDelivery, type ClaimRequest, type NewWebhookEndpoint,
@@ -8,6 +8,7 @@ import {
 import type { Store } from '../../src/store/store.js';
 import { issueToken } from '../helpers/tokens.js';
 import { testStore } from '../helpers/app.js';
+import { eventually } from '../helpers/eventually.js';
 
 // The webhook methods of the Store, on every backend: the outbox queued by the create's own transaction,
 // claims under leases, and what each attempt's result does to its event and endpoint.
@@ -149,13 +150,18 @@ test('a claim holds an event for its lease; then it is due again with the next a
   const { store } = await setup(t);
   await addWebhook(store, 'alice');
   await store.plants.createPlant('alice', { id: 1n, name: 'fern' });
-  const [first, ...none] = await claim(store, { leaseMs: 50 });
+  // Long enough for the next claim to fall within it on a loaded machine (at 50 ms it sometimes did not);
+  // the test waits only until the lease ends, not for a fixed time.
+  const [first, ...none] = await claim(store, { leaseMs: 1000 });
   assert.ok(first);
   assert.deepEqual(none, []);
   assert.equal(first.attempt, 1);
   assert.deepEqual(await claim(store, { instance: 'i2' }), [], 'claimed: not due during the lease');
-  await sleep(120);
-  const [again] = await claim(store, { instance: 'i2' });
+  // Claimed again as soon as the lease has ended, by the database's clock.
+  const [again] = await eventually(async () => {
+    const claimed = await claim(store, { instance: 'i2' });
+    return claimed.length > 0 ? claimed : undefined;
+  }, 'the lease to end');
   assert.equal(again?.seq, first.seq);
   assert.equal(again?.eventId, first.eventId, 'the same webhook-id on every attempt');
   assert.equal(again?.attempt, 2);
@@ -311,8 +317,10 @@ test('a stale result (the lease ended, another instance claimed the event again)
   await store.plants.createPlant('alice', { id: 1n, name: 'one' });
   const [stale] = await claim(store, { instance: 'i1', leaseMs: 30 });
   assert.ok(stale);
-  await sleep(100);
-  const [live] = await claim(store, { instance: 'i2' });
+  const [live] = await eventually(async () => {
+    const claimed = await claim(store, { instance: 'i2' });
+    return claimed.length > 0 ? claimed : undefined;
+  }, 'the lease to end');
   assert.equal(live?.attempt, 2);
   assert.ok(live);
   await store.outbox.recordAttempts('i1', [result(stale, 'gone')]);
@@ -334,8 +342,10 @@ test('a stale result of the same instance (its lease ended and it claimed the ev
   await store.plants.createPlant('alice', { id: 1n, name: 'one' });
   const [stale] = await claim(store, { leaseMs: 30 });
   assert.ok(stale);
-  await sleep(100);
-  const [live] = await claim(store);
+  const [live] = await eventually(async () => {
+    const claimed = await claim(store);
+    return claimed.length > 0 ? claimed : undefined;
+  }, 'the lease to end');
   assert.equal(live?.attempt, 2);
   await store.outbox.recordAttempts('i1', [result(stale, 'delivered')]);
   await store.outbox.releaseDeliveries('i1', [stale]);

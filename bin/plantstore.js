@@ -9,4 +9,6 @@ try {
   process.exit(1);
 }
 // exitCode, not exit(): `serve` returns while the server keeps running.
-process.exitCode = await cli.main(process.argv.slice(2));
+process.exitCode = await cli.main(process.argv.slice(2), {
+  env: process.env, stdout: process.stdout, stderr: process.stderr, stdin: () => process.stdin,
+});

@@ -1,6 +1,6 @@
 // Runs the test suite once per backend: SQLite always, PostgreSQL when reachable. In CI (CI=true) an
 // unreachable PostgreSQL fails the run instead of skipping it.
-//   test/{api,store,process}/*.test.ts  both backends (test/helpers/app.ts picks the store from the environment)
+//   test/{api,store,cli,process}/*.test.ts  both backends (test/helpers/app.ts picks the store from the environment)
 //   test/{unit,contract}/*.test.ts     no store of their own: once, in the SQLite run
 //   test/sqlite/*.test.ts              SQLite only (file paths, the default store)
 //   test/postgres/*.test.ts            PostgreSQL only (several instances, migrations racing, outages)
@@ -11,7 +11,7 @@ import pg from 'pg';
 const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/test';
 const files = (dir) => readdirSync(dir).filter((f) => f.endsWith('.test.ts')).sort().map((f) => `${dir}/${f}`);
 const only = process.argv.slice(2); // e.g. `npm test -- sqlite` runs one backend
-const BOTH = ['test/api', 'test/store', 'test/process'].flatMap(files);
+const BOTH = ['test/api', 'test/store', 'test/cli', 'test/process'].flatMap(files);
 const ONCE = ['test/unit', 'test/contract'].flatMap(files);
 
 function run(backend, testFiles, databaseUrl) {

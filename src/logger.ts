@@ -1,4 +1,3 @@
-import { isatty } from 'node:tty';
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { prettyFactory } from 'pino-pretty';
 import type { LogFormatSetting } from './config/values.js';
@@ -43,15 +42,23 @@ export function prettyDestination(out: DestinationStream, colour: boolean): Dest
   return { write: (line: string) => void out.write(prettify(line)) };
 }
 
+/** A stream a logger writes to: process.stdout or stderr (with their descriptor), or any other writable. */
+export interface LogStream {
+  write(line: string): unknown;
+  readonly isTTY?: boolean;
+  readonly fd?: number;
+}
+
 /**
- * The logger of this process in the format LOG_FORMAT asks for, colours only on a terminal: on stdout,
- * asynchronously, for the server; the CLI's commands, whose stdout is their output, log on stderr (fd 2),
- * synchronously, so that their lines keep their place among the command's own messages there. The JSON
- * path is createLogger's, with nothing in between.
+ * A logger on `stream` in the format LOG_FORMAT asks for, colours only on a terminal: the server's, on
+ * stdout, asynchronously; the CLI's commands, whose stdout is their output, log on stderr, synchronously,
+ * so that their lines keep their place among the command's own messages there. A stream with a
+ * descriptor (the process's own) is written through pino.destination, which batches and flushes at exit;
+ * any other (a test's) line by line. The JSON path is createLogger's, with nothing in between.
  */
-export function processLogger(level: string, setting: LogFormatSetting, { fd = 1, sync = false }: { fd?: 1 | 2; sync?: boolean } = {}): Logger {
-  const terminal = isatty(fd);
-  const out = pino.destination({ dest: fd, sync });
+export function streamLogger(level: string, setting: LogFormatSetting, stream: LogStream, { sync = false }: { sync?: boolean } = {}): Logger {
+  const terminal = stream.isTTY === true;
+  const out: DestinationStream = typeof stream.fd === 'number' ? pino.destination({ dest: stream.fd, sync }) : { write: (line) => void stream.write(line) };
   if (logFormatFor(setting, terminal) === 'json') return createLogger(level, out);
   return createLogger(level, prettyDestination(out, terminal));
 }

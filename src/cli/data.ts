@@ -1,9 +1,11 @@
+import { Readable } from 'node:stream';
 import { describeStore } from '../config/database.js';
 import { loadDatabaseConfig } from '../config/load.js';
 import { openTransferStore } from '../store/open.js';
 import { parse, UsageError } from './args.js';
 import { startProgress, type Progress } from './progress.js';
 import { DATABASE_OPTION, withOpenedStore, withStore } from './store.js';
+import type { Cli } from './io.js';
 
 const QUIET_OPTION = { quiet: { type: 'boolean', short: 'q' } } as const;
 
@@ -26,15 +28,16 @@ Applies pending migrations (serve also does this at start). DATABASE_URL is read
 from the environment, else from the settings file (--config FILE, or PLANTSTORE_CONFIG=FILE).
 "plantstore doctor" lists the pending migrations without applying them.`;
 
-export async function migrateCommand(args: string[]): Promise<void> {
+export async function migrateCommand(args: string[], cli: Cli): Promise<void> {
   const { values } = parse(args, DATABASE_OPTION);
-  if (values.help) return void console.log(MIGRATE_HELP);
+  if (values.help) return void cli.print(MIGRATE_HELP);
   let applied: readonly string[] = [];
   await withStore(
+    cli,
     values['database-url'],
     async (store) => {
       const done = applied.length === 0 ? 'No migrations were pending' : `Applied ${applied.length === 1 ? 'migration' : 'migrations'} ${applied.join(', ')}`;
-      console.log(`${done}; the ${store.backend} store is up to date.`);
+      cli.print(`${done}; the ${store.backend} store is up to date.`);
     },
     { onMigrated: (names) => (applied = names) },
   );
@@ -61,24 +64,24 @@ To restore: stop the server, then point DATABASE_URL at the copy, or move the co
 (removing the old store's -wal and -shm files first). On PostgreSQL use pg_dump and pg_restore (README,
 "Backups").`;
 
-export async function backupCommand(args: string[]): Promise<void> {
+export async function backupCommand(args: string[], cli: Cli): Promise<void> {
   const { values } = parse(args, { ...DATABASE_OPTION, ...QUIET_OPTION, out: { type: 'string' }, force: { type: 'boolean' } });
-  if (values.help) return void console.log(BACKUP_HELP);
+  if (values.help) return void cli.print(BACKUP_HELP);
   const quiet = values.quiet ?? false;
   if (values.out === undefined || values.out === '') throw new UsageError('backup needs --out FILE');
-  const { database } = loadDatabaseConfig(values['database-url']);
+  const { database } = loadDatabaseConfig(values['database-url'], cli.env);
   if (database.kind !== 'sqlite') {
     throw new UsageError(
       'backup copies SQLite stores; back up PostgreSQL with its own tools: pg_dump --format=custom --file=plantstore.dump "$DATABASE_URL" ' +
         '(restore with pg_restore; see "Backups" in the README)',
     );
   }
-  if (!quiet) console.error(`using ${describeStore(database, 'url')}`);
+  if (!quiet) cli.warn(`using ${describeStore(database, 'url')}`);
   const { backupSqlite } = await import('../store/sqlite/backup.js');
-  const progress = startProgress({ label: 'backing up', unit: 'pages', quiet });
+  const progress = startProgress({ label: 'backing up', unit: 'pages', quiet, stream: cli.stderr });
   const copy = await withProgress(progress, () => backupSqlite(database.path, values.out as string, { force: values.force ?? false, progress }));
   progress.done(copy.removedTemporaries.length > 0 ? [`removed what interrupted backups or exports had left beside ${copy.path}: ${copy.removedTemporaries.join(', ')}`] : []);
-  if (!quiet) console.log(`Backed up ${describeStore(database, 'url')} to ${copy.path}: ${copy.bytes} bytes, ${copy.plants} plants, integrity_check ok.`);
+  if (!quiet) cli.print(`Backed up ${describeStore(database, 'url')} to ${copy.path}: ${copy.bytes} bytes, ${copy.plants} plants, integrity_check ok.`);
 }
 
 const EXPORT_HELP = `Usage: plantstore export [--out FILE] [--force] [--quiet] [--database-url URL]
@@ -98,30 +101,33 @@ keep it as private as the store, and out of version control. The store may serve
 The summary goes to stderr; on a terminal, stderr also shows the records written so far, the rate, the
 time elapsed and an estimate of the time left. See docs/backups.md, "Moving between stores".`;
 
-export async function exportCommand(args: string[]): Promise<void> {
+export async function exportCommand(args: string[], cli: Cli): Promise<void> {
   const { values } = parse(args, { ...DATABASE_OPTION, ...QUIET_OPTION, out: { type: 'string' }, force: { type: 'boolean' } });
-  if (values.help) return void console.log(EXPORT_HELP);
+  if (values.help) return void cli.print(EXPORT_HELP);
   const quiet = values.quiet ?? false;
   const out = values.out ?? '-';
   if (out === '') throw new UsageError('--out needs a file name (or - for stdout)');
-  if (out === '-' && process.stdout.isTTY) {
+  if (out === '-' && cli.stdout.isTTY === true) {
     throw new UsageError('export writes the whole store, webhook secrets included, to stdout: redirect it to a file, or give --out FILE');
   }
-  const { database } = loadDatabaseConfig(values['database-url']);
+  const { database } = loadDatabaseConfig(values['database-url'], cli.env);
   if (database.kind === 'sqlite') {
     // As backup does: renamed over the -wal (or the store, or its lock), the file would take every
-    // acknowledged write with it at the next crash. stdout too may have been redirected there.
+    // acknowledged write with it at the next crash. stdout too may have been redirected there (a
+    // stdout without a descriptor, a test's stream, is no file).
     const { storeFileProblem } = await import('../store/sqlite/own-files.js');
-    const problem = storeFileProblem(out === '-' ? process.stdout.fd : out, database.path);
+    const target = out === '-' ? cli.stdout.fd : out;
+    const problem = target === undefined ? undefined : storeFileProblem(target, database.path);
     if (problem !== undefined) throw new Error(`cannot export to ${out === '-' ? 'stdout' : out}: ${problem}`);
   }
   const { runExport } = await import('../transfer/export.js');
   await withOpenedStore(
+    cli,
     values['database-url'],
     (location, options) => openTransferStore(location, { ...options, importing: false }),
     async (store) => {
-      const progress = startProgress({ label: 'exporting', unit: 'records', quiet });
-      const summary = await withProgress(progress, () => runExport(store, out, progress.log, { force: values.force ?? false, progress }));
+      const progress = startProgress({ label: 'exporting', unit: 'records', quiet, stream: cli.stderr });
+      const summary = await withProgress(progress, () => runExport(store, out, progress.log, { force: values.force ?? false, progress, stdout: cli.stdout }));
       progress.done(summary);
     },
     { mustExist: true, quiet },
@@ -145,22 +151,23 @@ and a failed import can be run again. Stop the SQLite store's server first (an i
 The summary goes to stderr; on a terminal, stderr also shows the records imported so far (of those the
 file's header announces), the rate, the time elapsed and an estimate of the time left.`;
 
-export async function importCommand(args: string[]): Promise<void> {
+export async function importCommand(args: string[], cli: Cli): Promise<void> {
   const { values, positionals } = parse(args, { ...DATABASE_OPTION, ...QUIET_OPTION, 'skip-conflicts': { type: 'boolean' } }, true);
-  if (values.help) return void console.log(IMPORT_HELP);
+  if (values.help) return void cli.print(IMPORT_HELP);
   const quiet = values.quiet ?? false;
   const [path, ...extra] = positionals;
   if (path === undefined || path === '' || extra.length > 0) throw new UsageError('import needs one FILE (written by "plantstore export"; - for stdin)');
   const { openImportFile, readImportHeader, runImport } = await import('../transfer/import.js');
-  const file = await openImportFile(path);
+  const file = await openImportFile(path, cli.stdin ?? (() => Readable.from([])));
   try {
     // Before the store opens: a file that is not an export creates no store.
     const source = await readImportHeader(file.input);
     await withOpenedStore(
+      cli,
       values['database-url'],
       (location, options) => openTransferStore(location, { ...options, importing: true }),
       async (store) => {
-        const progress = startProgress({ label: 'importing', unit: 'records', quiet });
+        const progress = startProgress({ label: 'importing', unit: 'records', quiet, stream: cli.stderr });
         const options = { skipConflicts: values['skip-conflicts'] ?? false, log: progress.log, progress };
         progress.done(await withProgress(progress, () => runImport(store, file.name, source, options)));
       },

@@ -10,6 +10,7 @@ import { inspectStore, type StoreInspection } from '../store/inspect.js';
 import { sqliteDriver } from '../store/sqlite/driver.js';
 import { parse } from './args.js';
 import { DATABASE_OPTION } from './store.js';
+import type { Cli } from './io.js';
 
 export const DOCTOR_HELP = `Usage: plantstore doctor [--json] [--database-url URL] [--config FILE]
 
@@ -143,17 +144,17 @@ function storeFindings(location: string, store: StoreInspection, findings: Findi
   }
 }
 
-export async function doctorCommand(args: string[]): Promise<number> {
+export async function doctorCommand(args: string[], cli: Cli): Promise<number> {
   const { values } = parse(args, { ...DATABASE_OPTION, json: { type: 'boolean' } });
   if (values.help) {
-    console.log(DOCTOR_HELP);
+    cli.print(DOCTOR_HELP);
     return 0;
   }
   const findings: Finding[] = [];
   const report: Record<string, unknown> = { settingsFile: null, settings: [], store: null, webhooks: null, identityProvider: null };
   let settings: Settings | undefined;
   try {
-    settings = loadSettings({ 'database-url': values['database-url'] });
+    settings = loadSettings({ 'database-url': values['database-url'] }, cli.env);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     findings.push({ check: 'settings', status: 'attention', message: `refused: ${error.message}` });
@@ -181,11 +182,11 @@ export async function doctorCommand(args: string[]): Promise<number> {
   }
   const attention = findings.filter((f) => f.status === 'attention').length;
   if (values.json) {
-    console.log(JSON.stringify({ ok: attention === 0, findings, ...report }, null, 2));
+    cli.print(JSON.stringify({ ok: attention === 0, findings, ...report }, null, 2));
   } else {
     // One line per finding: a value, a file name or a receiver's reason holding a line break is escaped.
-    for (const f of findings) console.log(`${f.status.padEnd(9)} ${f.check}: ${oneLine(f.message)}`);
-    console.log(attention === 0 ? 'All is well.' : `${attention} ${attention === 1 ? 'finding needs' : 'findings need'} attention.`);
+    for (const f of findings) cli.print(`${f.status.padEnd(9)} ${f.check}: ${oneLine(f.message)}`);
+    cli.print(attention === 0 ? 'All is well.' : `${attention} ${attention === 1 ? 'finding needs' : 'findings need'} attention.`);
   }
   return attention === 0 ? 0 : 1;
 }

@@ -40,6 +40,11 @@ relative to the working directory).`;
 /** Width of `serve --help`: the terminal's when it is narrower, so that nothing wraps mid-column. */
 const HELP_WIDTH = 100;
 
+/** The width `serve --help` is written in on `stdout`: a terminal's own when narrower. */
+export function helpWidth(stdout: { readonly isTTY?: boolean; readonly columns?: number }): number {
+  return Math.min(HELP_WIDTH, stdout.isTTY === true ? (stdout.columns ?? HELP_WIDTH) : HELP_WIDTH);
+}
+
 /** Breaks `text` into lines of at most `width` characters, at spaces (a longer word keeps its own line). */
 function wrap(text: string, width: number): string[] {
   const lines: string[] = [];
@@ -61,10 +66,7 @@ function wrap(text: string, width: number): string[] {
  * the environment and the settings file give now), each setting not at its default also says its value
  * and where it came from; a string is why they are refused.
  */
-export function serveHelp(
-  settings?: Settings | string,
-  width = Math.min(HELP_WIDTH, process.stdout.isTTY ? process.stdout.columns : HELP_WIDTH),
-): string {
+export function serveHelp(settings?: Settings | string, width = HELP_WIDTH): string {
   const metavar = (o: OptionInfo) => (o.values?.kind === 'integer' ? 'N' : o.values?.kind === 'duration' ? 'DURATION' : 'VALUE');
   const flags = OPTIONS.map((o: OptionInfo) => `--${o.flag} ${metavar(o)}`);
   const column = Math.max(...flags.map((f) => f.length)) + 4; // two spaces of indent, two between columns

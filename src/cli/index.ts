@@ -6,6 +6,7 @@ import { OptionError, takeConfigOption, UsageError } from './args.js';
 import { backupCommand, exportCommand, importCommand, migrateCommand } from './data.js';
 import { doctorCommand } from './doctor.js';
 import { mainHelp, type CommandSummary } from './help.js';
+import { cliOf, type Cli, type CliIo } from './io.js';
 import { LoggedError, serveCommand } from './serve.js';
 import { TOKEN_HELP, tokenCreate, tokenList, tokenRevoke } from './token.js';
 import { WEBHOOK_COMMANDS, WEBHOOK_HELP } from './webhook.js';
@@ -13,9 +14,9 @@ import { WEBHOOK_COMMANDS, WEBHOOK_HELP } from './webhook.js';
 interface Command extends CommandSummary {
   /**
    * Runs the command with the arguments after its name; a refusal is thrown (see main). A command that
-   * has said what it found (doctor) may return its exit code.
+   * has said what it found (doctor) may return its exit code. It reads and writes only through `cli`.
    */
-  readonly run: (args: string[]) => Promise<void | number>;
+  readonly run: (args: string[], cli: Cli) => Promise<void | number>;
 }
 
 /** Every command, in the order the main help lists them. */
@@ -40,36 +41,42 @@ const GROUPS: Readonly<Record<string, string>> = { token: TOKEN_HELP, webhook: W
 
 const MAIN_HELP = mainHelp(COMMANDS);
 
-export async function main(commandLine: string[]): Promise<number> {
+/**
+ * Runs one command line and resolves with its exit code; it never exits, and reads and writes only
+ * what `io` gives it (bin/plantstore.js: the process's own; a test: its streams). `serve` resolves once
+ * the server is up, and the server goes on in this process until a signal stops it.
+ */
+export async function main(commandLine: string[], io: CliIo): Promise<number> {
   let name = '';
+  let cli = cliOf(io);
   try {
     const { args: argv, file } = takeConfigOption(commandLine);
     // Named to the settings loader as PLANTSTORE_CONFIG names it, so that every command reads it, through
     // whichever loader it uses (config/load.ts); the flag wins over the variable, as flags do.
-    if (file !== undefined) process.env[CONFIG_FILE_VARIABLE] = file;
+    if (file !== undefined) cli = cliOf({ ...io, env: { ...io.env, [CONFIG_FILE_VARIABLE]: file } });
     const [first, second, ...rest] = argv;
     if (first === '--version' || first === '-v' || first === 'version') {
-      console.log(`plantstore ${packageVersion()}`);
+      cli.print(`plantstore ${packageVersion()}`);
       return 0;
     }
     if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
-      console.log(MAIN_HELP);
+      cli.print(MAIN_HELP);
       return first === undefined ? 2 : 0;
     }
     const group = Object.hasOwn(GROUPS, first) ? first : undefined;
     if (group !== undefined && (second === undefined || second === '--help' || second === '-h')) {
-      console.log(GROUPS[group]);
+      cli.print(GROUPS[group] as string);
       return second === undefined ? 2 : 0;
     }
     name = group === undefined ? first : `${group} ${second}`;
     const command = COMMANDS.find((c) => c.name === name);
     if (!command) throw new UsageError(`unknown command "${name}"\n\n${MAIN_HELP}`);
-    const code = await command.run(group === undefined ? argv.slice(1) : rest);
+    const code = await command.run(group === undefined ? argv.slice(1) : rest, cli);
     return typeof code === 'number' ? code : 0;
   } catch (error) {
     if (error instanceof LoggedError) return error.exitCode;
     const usage = error instanceof UsageError || error instanceof ConfigError || error instanceof TokenRequestError;
-    console.error(`plantstore: ${error instanceof OptionError ? error.withHelp(name) : (error as Error).message}`);
+    cli.warn(`plantstore: ${error instanceof OptionError ? error.withHelp(name) : (error as Error).message}`);
     return usage ? 2 : 1;
   }
 }

@@ -1,3 +1,5 @@
+import type { Output } from './io.js';
+
 // Progress of the long commands (export, import, backup) on stderr, so that stdout (an export to
 // stdout) never carries any of it. Written here rather than taken from a library: the kept ones
 // (cli-progress, ora, listr2) are larger than this file and bring dependencies, for one redrawn line.
@@ -35,7 +37,8 @@ export interface ProgressOptions {
   /** What is counted: "records", "pages". */
   readonly unit: string;
   readonly quiet: boolean;
-  readonly stream?: NodeJS.WriteStream;
+  /** stderr: a terminal (isTTY) gets the redrawn line. */
+  readonly stream: Output;
   readonly now?: () => number;
 }
 
@@ -58,7 +61,7 @@ export function progressLine(label: string, unit: string, done: number, total: n
   return `${label}: ${count}, ${grouped(rate)}/s, ${clock(elapsedMs)} elapsed${left}`;
 }
 
-export function startProgress({ label, unit, quiet, stream = process.stderr, now = () => performance.now() }: ProgressOptions): Progress {
+export function startProgress({ label, unit, quiet, stream, now = () => performance.now() }: ProgressOptions): Progress {
   const terminal = !quiet && stream.isTTY === true;
   const started = now();
   let done = 0;

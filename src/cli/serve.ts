@@ -3,9 +3,10 @@ import type { Logger } from 'pino';
 import { ConfigError } from '../config/error.js';
 import { loadConfig, loadLogConfig, loadSettings, type Config, type Settings } from '../config/load.js';
 import { OPTIONS } from '../config/options.js';
-import { processLogger } from '../logger.js';
+import { streamLogger } from '../logger.js';
 import { OptionError, parse, UsageError } from './args.js';
-import { serveHelp } from './help.js';
+import { helpWidth, serveHelp } from './help.js';
+import type { Cli } from './io.js';
 
 /** Said already, as a log line (`serve`): main prints nothing more, and exits with this code. */
 export class LoggedError extends Error {
@@ -27,9 +28,9 @@ function flagsOf(args: string[]): Record<string, string | undefined> {
 }
 
 /** What `serve --help` shows of the settings in effect: them, or why they are refused. */
-function settingsOrRefusal(flags: Readonly<Record<string, string | undefined>>): Settings | string {
+function settingsOrRefusal(flags: Readonly<Record<string, string | undefined>>, env: Cli['env']): Settings | string {
   try {
-    return loadSettings(flags);
+    return loadSettings(flags, env);
   } catch (error) {
     if (error instanceof ConfigError) return error.message;
     throw error;
@@ -51,19 +52,19 @@ function fatal(logger: Logger, error: unknown, expected: boolean, exitCode: numb
  * a refused command line or configuration too, with exit code 2, logged with LOG_FORMAT and LOG_LEVEL
  * when those two are valid themselves (their defaults otherwise). Only --help prints plain text.
  */
-export async function serveCommand(args: string[]): Promise<void> {
+export async function serveCommand(args: string[], cli: Cli): Promise<void> {
   let config: Config;
   try {
     const { values } = parse(args, SERVE_FLAGS);
     const flags = Object.fromEntries(OPTIONS.map((o) => [o.flag, values[o.flag] as string | undefined]));
-    if (values.help) return void console.log(serveHelp(settingsOrRefusal(flags)));
-    config = loadConfig(flags);
+    if (values.help) return void cli.print(serveHelp(settingsOrRefusal(flags, cli.env), helpWidth(cli.stdout)));
+    config = loadConfig(flags, cli.env);
   } catch (error) {
-    const settings = loadLogConfig(flagsOf(args));
+    const settings = loadLogConfig(flagsOf(args), cli.env);
     const refused = error instanceof OptionError ? new OptionError(error.withHelp('serve')) : error;
-    throw fatal(processLogger(settings.logLevel, settings.logFormat), refused, error instanceof UsageError || error instanceof ConfigError, 2);
+    throw fatal(streamLogger(settings.logLevel, settings.logFormat, cli.stdout), refused, error instanceof UsageError || error instanceof ConfigError, 2);
   }
-  const logger = processLogger(config.logLevel, config.logFormat);
+  const logger = streamLogger(config.logLevel, config.logFormat, cli.stdout);
   // Loaded here so that token and migrate commands do not pay for loading the HTTP stack.
   const { serve, StartupError } = await import('../server.js');
   try {

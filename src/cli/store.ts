@@ -1,9 +1,10 @@
 import { existsSync } from 'node:fs';
 import { describeStore, type DatabaseConfig } from '../config/database.js';
 import { loadDatabaseConfig } from '../config/load.js';
-import { processLogger } from '../logger.js';
+import { streamLogger } from '../logger.js';
 import { openStore, type OpenOptions } from '../store/open.js';
 import { NoStoreError, type Store } from '../store/store.js';
+import type { Cli } from './io.js';
 
 /** The option every command that uses the store takes. */
 export const DATABASE_OPTION = { 'database-url': { type: 'string' } } as const;
@@ -22,20 +23,21 @@ interface StoreUse {
   readonly quiet?: boolean;
 }
 
-export function withStore<T>(databaseUrl: string | undefined, use: (store: Store) => Promise<T>, how: StoreUse = {}): Promise<T> {
-  return withOpenedStore(databaseUrl, openStore, use, how);
+export function withStore<T>(cli: Cli, databaseUrl: string | undefined, use: (store: Store) => Promise<T>, how: StoreUse = {}): Promise<T> {
+  return withOpenedStore(cli, databaseUrl, openStore, use, how);
 }
 
 export async function withOpenedStore<S extends Store, T>(
+  cli: Cli,
   databaseUrl: string | undefined,
   open: (location: DatabaseConfig, options: OpenOptions) => Promise<S>,
   use: (store: S) => Promise<T>,
   { mustExist: mustExistOption = false, missing, onMigrated, quiet = false }: StoreUse = {},
 ): Promise<T> {
-  const config = loadDatabaseConfig(databaseUrl);
+  const config = loadDatabaseConfig(databaseUrl, cli.env);
   // A relative default means a CLI run from another directory finds another store, or makes a new one
   // whose tokens the server never sees: say which store this is, and when it is new.
-  if (!quiet) console.error(`using ${describeStore(config.database, 'url')}`);
+  if (!quiet) cli.warn(`using ${describeStore(config.database, 'url')}`);
   if (config.database.kind === 'sqlite' && !existsSync(config.database.path)) {
     if (mustExistOption) throw new Error(`no store at ${config.database.path}: there is nothing to export`);
     if (missing !== undefined) {
@@ -43,13 +45,13 @@ export async function withOpenedStore<S extends Store, T>(
         `no store at ${config.database.path}: ${missing} (run the command in the server's directory, or give it the server's DATABASE_URL)`,
       );
     }
-    if (!quiet) console.error(
+    if (!quiet) cli.warn(
       `no store at ${config.database.path} yet: creating a new one (a server started in another directory, ` +
         'or with another DATABASE_URL, will not see it)',
     );
   }
   // Progress (waiting for PostgreSQL) goes to stderr, so stdout carries only the command's output.
-  const logger = processLogger(quiet ? 'error' : 'info', config.logFormat, { fd: 2, sync: true });
+  const logger = streamLogger(quiet ? 'error' : 'info', config.logFormat, cli.stderr, { sync: true });
   // On PostgreSQL, the same rule: a command with nothing to do without a store makes no tables.
   const mustExist = missing !== undefined || mustExistOption;
   let store: S;

@@ -4,6 +4,7 @@ import { newToken, parseTokenId, REVOCATION_WITHIN_MS, TOKEN_ID_MAX, tokenCreate
 import { parse, UsageError } from './args.js';
 import { DATABASE_OPTION, withStore } from './store.js';
 import { cell, printTable } from './table.js';
+import type { Cli } from './io.js';
 
 export const TOKEN_HELP = `Usage:
   plantstore token create --user NAME [--scope SCOPE]... [--admin]
@@ -27,7 +28,7 @@ export const TOKEN_HELP = `Usage:
 The store used is printed on stderr ("using …"). The secret is printed once, alone on the last line of
 stdout; only its SHA-256 hash is stored.`;
 
-export async function tokenCreate(args: string[]): Promise<void> {
+export async function tokenCreate(args: string[], cli: Cli): Promise<void> {
   const { values } = parse(args, {
     ...DATABASE_OPTION,
     user: { type: 'string' },
@@ -36,7 +37,7 @@ export async function tokenCreate(args: string[]): Promise<void> {
     'expires-in': { type: 'string' },
     name: { type: 'string' },
   });
-  if (values.help) return void console.log(TOKEN_HELP);
+  if (values.help) return void cli.print(TOKEN_HELP);
   if (values.user === undefined) throw new UsageError('token create needs --user NAME');
   const scopes: Scope[] = (values.scope ?? []).map((s) => {
     if (!isScope(s)) throw new UsageError(`unknown scope "${s}"; scopes are ${SCOPES.join(', ')}`);
@@ -46,33 +47,33 @@ export async function tokenCreate(args: string[]): Promise<void> {
   const expiresInMs = expiresIn === undefined ? undefined : parseDuration(expiresIn);
   if (expiresInMs === null) throw new UsageError(`--expires-in ${DURATION_RULE}, got "${expiresIn}"`);
   const request = { user: values.user, scopes, admin: values.admin, name: values.name, expiresInMs };
-  const { secret, record } = await withStore(values['database-url'], async (store) => {
+  const { secret, record } = await withStore(cli, values['database-url'], async (store) => {
     const token = newToken(request);
     return { secret: token.secret, record: await store.tokens.createToken(token.record).catch(tokenCreateFailure) };
   });
-  console.error(
+  cli.warn(
     `Created token ${record.id} for user "${record.user}" (scopes: ${record.scopes.join(' ')}${record.admin ? ', admin' : ''}, ` +
       `expires: ${record.expiresAt?.toISOString() ?? 'never'}).`,
   );
   if (record.admin && !record.scopes.includes('plants:read')) {
     // An admin's only extra power is listing every user's plants, which needs plants:read. The token is
     // still created (it may be meant as a write-only token), but the admin flag is almost surely a mistake.
-    console.error('warning: --admin without plants:read: this token cannot list plants, so being admin gives it nothing.');
+    cli.warn('warning: --admin without plants:read: this token cannot list plants, so being admin gives it nothing.');
   }
-  console.error('Store it now; it is not shown again:');
-  console.log(secret);
+  cli.warn('Store it now; it is not shown again:');
+  cli.print(secret);
 }
 
-export async function tokenList(args: string[]): Promise<void> {
+export async function tokenList(args: string[], cli: Cli): Promise<void> {
   const { values } = parse(args, { ...DATABASE_OPTION, json: { type: 'boolean' } });
-  if (values.help) return void console.log(TOKEN_HELP);
-  const tokens = await withStore(values['database-url'], (store) => store.tokens.listTokens(), { missing: 'there are no tokens to list' });
+  if (values.help) return void cli.print(TOKEN_HELP);
+  const tokens = await withStore(cli, values['database-url'], (store) => store.tokens.listTokens(), { missing: 'there are no tokens to list' });
   if (values.json) {
     // GET /tokens' view: a field without a value (name, expiresAt, revokedAt) is left out, never null.
     const now = Date.now();
-    return void console.log(JSON.stringify(tokens.map((t) => tokenView(t, now)), null, 2));
+    return void cli.print(JSON.stringify(tokens.map((t) => tokenView(t, now)), null, 2));
   }
-  printTable([
+  printTable(cli, [
     ['ID', 'USER', 'SCOPES', 'ADMIN', 'NAME', 'CREATED', 'EXPIRES', 'STATUS'],
     ...tokens.map((t) => [
       String(t.id), cell(t.user), t.scopes.join(','), t.admin ? 'yes' : 'no', t.name === null ? '-' : cell(t.name),
@@ -81,14 +82,14 @@ export async function tokenList(args: string[]): Promise<void> {
   ]);
 }
 
-export async function tokenRevoke(args: string[]): Promise<void> {
+export async function tokenRevoke(args: string[], cli: Cli): Promise<void> {
   const { values, positionals } = parse(args, DATABASE_OPTION, true);
-  if (values.help) return void console.log(TOKEN_HELP);
+  if (values.help) return void cli.print(TOKEN_HELP);
   const [id, ...extra] = positionals;
   if (id === undefined || extra.length > 0 || !/^[1-9]\d*$/.test(id)) throw new UsageError('token revoke needs one token ID (see "token list")');
   // Exactly, or not at all: an id past 2^53 - 1 would round to another token's.
   const exact = parseTokenId(id);
-  const revoked = exact !== null && (await withStore(values['database-url'], (store) => store.tokens.revokeToken(exact), { missing: 'there is no token to revoke' }));
+  const revoked = exact !== null && (await withStore(cli, values['database-url'], (store) => store.tokens.revokeToken(exact), { missing: 'there is no token to revoke' }));
   if (!revoked) throw new Error(`no active token with ID ${id}${exact === null ? ` (token ids end at ${TOKEN_ID_MAX})` : ''}`);
-  console.log(`Revoked token ${id}. Running servers refuse it within ${REVOCATION_WITHIN_MS / 1000} seconds.`);
+  cli.print(`Revoked token ${id}. Running servers refuse it within ${REVOCATION_WITHIN_MS / 1000} seconds.`);
 }

@@ -11,6 +11,7 @@ import { parse, UsageError } from './args.js';
 import type { CommandSummary } from './help.js';
 import { DATABASE_OPTION, withStore } from './store.js';
 import { cell, printTable } from './table.js';
+import type { Cli } from './io.js';
 
 export const WEBHOOK_HELP = `Usage:
   plantstore webhook add --user NAME --url URL [--all] [--description TEXT]
@@ -53,7 +54,7 @@ of any size), but what they queue counts towards it: until it is delivered, the 
 and recover through the API may be refused. "webhook rotate-secret" prints the new secret alone on the
 last line of stdout.`;
 
-export async function webhookAdd(args: string[]): Promise<void> {
+export async function webhookAdd(args: string[], cli: Cli): Promise<void> {
   const { values } = parse(args, {
     ...DATABASE_OPTION,
     user: { type: 'string' },
@@ -61,7 +62,7 @@ export async function webhookAdd(args: string[]): Promise<void> {
     all: { type: 'boolean' },
     description: { type: 'string' },
   });
-  if (values.help) return void console.log(WEBHOOK_HELP);
+  if (values.help) return void cli.print(WEBHOOK_HELP);
   const { user, url, description } = values;
   if (user === undefined) throw new UsageError('webhook add needs --user NAME');
   if (url === undefined) throw new UsageError('webhook add needs --url URL');
@@ -69,13 +70,13 @@ export async function webhookAdd(args: string[]): Promise<void> {
   if (userProblem) throw new UsageError(`user name ${userProblem}`);
   // WEBHOOK_ALLOW_PRIVATE and WEBHOOK_MAX_PER_USER, as the server reads them; checked before the store
   // opens, so that a refused URL creates no store.
-  const config = loadConfig({ 'database-url': values['database-url'] });
+  const config = loadConfig({ 'database-url': values['database-url'] }, cli.env);
   const settings = { allowPrivate: config.webhookAllowPrivate, maxPerUser: config.webhookMaxPerUser };
   const urlProblem = endpointUrlProblem(url, settings.allowPrivate);
   if (urlProblem) throw new UsageError(`--url ${urlProblem.reason}${urlProblem.privateAddress ? ' (WEBHOOK_ALLOW_PRIVATE=on allows it)' : ''}`);
   const problem = description === undefined ? null : descriptionProblem(description);
   if (problem) throw new UsageError(`--description ${problem}`);
-  const { endpoint, secret } = await withStore(values['database-url'], async (store) => {
+  const { endpoint, secret } = await withStore(cli, values['database-url'], async (store) => {
     try {
       return await registerWebhook(store, { user, allUsers: values.all ?? false, url, description }, settings);
     } catch (error) {
@@ -85,21 +86,21 @@ export async function webhookAdd(args: string[]): Promise<void> {
       throw error;
     }
   });
-  console.error(
+  cli.warn(
     `Created webhook endpoint ${endpoint.id} for user "${endpoint.user}" ` +
       `(receives ${endpoint.allUsers ? 'every user\'s' : 'this user\'s'} new plants): ${endpoint.url}`,
   );
   if (values.all && !endpoint.allUsers) {
-    console.error(`warning: user "${user}" holds no active admin token: the endpoint gets only this user's plants until it does`);
+    cli.warn(`warning: user "${user}" holds no active admin token: the endpoint gets only this user's plants until it does`);
   }
-  console.error('Its signing secret; store it now, it is not shown again:');
-  console.log(secret);
+  cli.warn('Its signing secret; store it now, it is not shown again:');
+  cli.print(secret);
 }
 
-export async function webhookList(args: string[]): Promise<void> {
+export async function webhookList(args: string[], cli: Cli): Promise<void> {
   const { values } = parse(args, { ...DATABASE_OPTION, user: { type: 'string' }, json: { type: 'boolean' } });
-  if (values.help) return void console.log(WEBHOOK_HELP);
-  const endpoints = await withStore(values['database-url'], (store) => store.webhooks.listWebhooks(values.user ?? null), {
+  if (values.help) return void cli.print(WEBHOOK_HELP);
+  const endpoints = await withStore(cli, values['database-url'], (store) => store.webhooks.listWebhooks(values.user ?? null), {
     missing: 'there are no webhook endpoints to list',
   });
   if (values.json) {
@@ -107,9 +108,9 @@ export async function webhookList(args: string[]): Promise<void> {
       id: e.id, user: e.user, allUsers: e.allUsers, url: e.url, description: e.description, createdAt: e.createdAt.toISOString(),
       disabledAt: e.disabledAt?.toISOString() ?? null, disabledReason: e.disabledReason,
     }));
-    return void console.log(JSON.stringify(out, null, 2));
+    return void cli.print(JSON.stringify(out, null, 2));
   }
-  printTable([
+  printTable(cli, [
     ['ID', 'USER', 'ALL', 'URL', 'CREATED', 'STATUS', 'DESCRIPTION'],
     ...endpoints.map((e) => [
       e.id, cell(e.user), e.allUsers ? 'yes' : 'no', cell(e.url), e.createdAt.toISOString(),
@@ -126,13 +127,13 @@ function endpointIdArgument(command: string, positionals: string[]): string {
   return id;
 }
 
-export async function webhookRemove(args: string[]): Promise<void> {
+export async function webhookRemove(args: string[], cli: Cli): Promise<void> {
   const { values, positionals } = parse(args, DATABASE_OPTION, true);
-  if (values.help) return void console.log(WEBHOOK_HELP);
+  if (values.help) return void cli.print(WEBHOOK_HELP);
   const id = endpointIdArgument('remove', positionals);
-  const removed = await withStore(values['database-url'], (store) => store.webhooks.deleteWebhook(id, null), { missing: 'there is no webhook endpoint to remove' });
+  const removed = await withStore(cli, values['database-url'], (store) => store.webhooks.deleteWebhook(id, null), { missing: 'there is no webhook endpoint to remove' });
   if (!removed) throw new Error(`no webhook endpoint with ID ${id}`);
-  console.log(`Removed webhook endpoint ${id}; no delivery to it starts from now on.`);
+  cli.print(`Removed webhook endpoint ${id}; no delivery to it starts from now on.`);
 }
 
 const DELIVERIES_LIMIT = /^[1-9]\d{0,3}$/;
@@ -147,18 +148,18 @@ function deliveriesJson(attempts: readonly DeliveryAttempt[]): string {
   return text.replace(/"plantId": "(-?\d{1,20})"/g, '"plantId": $1');
 }
 
-export async function webhookDeliveries(args: string[]): Promise<void> {
+export async function webhookDeliveries(args: string[], cli: Cli): Promise<void> {
   const { values, positionals } = parse(args, { ...DATABASE_OPTION, limit: { type: 'string' }, json: { type: 'boolean' } }, true);
-  if (values.help) return void console.log(WEBHOOK_HELP);
+  if (values.help) return void cli.print(WEBHOOK_HELP);
   const id = endpointIdArgument('deliveries', positionals);
   const limitText = values.limit ?? '50';
   if (!DELIVERIES_LIMIT.test(limitText) || Number(limitText) > 1000) throw new UsageError(`--limit must be a whole number from 1 to 1000, got "${limitText}"`);
-  const attempts = await withStore(values['database-url'], (store) => store.webhooks.listDeliveryAttempts(id, null, Number(limitText)), {
+  const attempts = await withStore(cli, values['database-url'], (store) => store.webhooks.listDeliveryAttempts(id, null, Number(limitText)), {
     missing: 'there are no deliveries to show',
   });
   if (attempts === null) throw new Error(`no webhook endpoint with ID ${id}`);
-  if (values.json) return void console.log(deliveriesJson(attempts));
-  printTable([
+  if (values.json) return void cli.print(deliveriesJson(attempts));
+  printTable(cli, [
     ['AT', 'EVENT', 'PLANT', 'ATTEMPT', 'STATUS', 'STATE', 'NEXT', 'ERROR'],
     ...attempts.map((a) => [
       a.at.toISOString(), a.eventId, a.plantId.toString(), String(a.attempt), a.status === null ? '-' : String(a.status), a.state,
@@ -189,87 +190,87 @@ function queuedOrThrow<T>(id: string, result: WebhookOperationResult<T>): T {
 
 const status = (e: WebhookEndpoint) => (e.disabledAt === null ? 'active' : `disabled ${e.disabledAt.toISOString()}${e.disabledReason ? ` (${e.disabledReason})` : ''}`);
 
-export async function webhookUpdate(args: string[]): Promise<void> {
+export async function webhookUpdate(args: string[], cli: Cli): Promise<void> {
   const { values, positionals } = parse(args, {
     ...DATABASE_OPTION, url: { type: 'string' }, description: { type: 'string' }, enable: { type: 'boolean' }, disable: { type: 'boolean' },
   }, true);
-  if (values.help) return void console.log(WEBHOOK_HELP);
+  if (values.help) return void cli.print(WEBHOOK_HELP);
   const [id] = positionalIds('update', positionals, ['one endpoint ID']) as [string];
   const { url, description, enable, disable } = values;
   if (enable && disable) throw new UsageError('webhook update takes --enable or --disable, not both');
   if (url === undefined && description === undefined && !enable && !disable) {
     throw new UsageError('webhook update needs something to change: --url, --description, --enable or --disable');
   }
-  const config = loadConfig({ 'database-url': values['database-url'] });
+  const config = loadConfig({ 'database-url': values['database-url'] }, cli.env);
   const urlProblem = url === undefined ? null : endpointUrlProblem(url, config.webhookAllowPrivate);
   if (urlProblem) throw new UsageError(`--url ${urlProblem.reason}${urlProblem.privateAddress ? ' (WEBHOOK_ALLOW_PRIVATE=on allows it)' : ''}`);
   const problem = description === undefined ? null : descriptionProblem(description);
   if (problem) throw new UsageError(`--description ${problem}`);
   const request = { url, description, enabled: enable ? true : disable ? false : undefined };
-  const updated = await withStore(values['database-url'], (store) => updateWebhook(store, id, null, request, 'an operator (CLI)', config.webhookAllowPrivate), {
+  const updated = await withStore(cli, values['database-url'], (store) => updateWebhook(store, id, null, request, 'an operator (CLI)', config.webhookAllowPrivate), {
     missing: 'there is no webhook endpoint to update',
   });
   if (updated === null) throw new Error(`no webhook endpoint with ID ${id}`);
-  console.log(`Updated webhook endpoint ${updated.id}: ${updated.url} (${status(updated)})`);
+  cli.print(`Updated webhook endpoint ${updated.id}: ${updated.url} (${status(updated)})`);
 }
 
-export async function webhookResend(args: string[]): Promise<void> {
+export async function webhookResend(args: string[], cli: Cli): Promise<void> {
   const { values, positionals } = parse(args, DATABASE_OPTION, true);
-  if (values.help) return void console.log(WEBHOOK_HELP);
+  if (values.help) return void cli.print(WEBHOOK_HELP);
   const [id, eventId] = positionalIds('resend', positionals, ['an endpoint ID', 'an EVENT_ID']) as [string, string];
-  const result = await withStore(values['database-url'], async (store) => queuedOrThrow(id, await store.webhooks.resendWebhookEvent(id, null, eventId)), {
+  const result = await withStore(cli, values['database-url'], async (store) => queuedOrThrow(id, await store.webhooks.resendWebhookEvent(id, null, eventId)), {
     missing: 'there is no webhook event to send again',
   });
   if (result === 'no-event') throw new Error(`webhook endpoint ${id} has no event ${eventId} it still receives (see "webhook deliveries ${id}")`);
-  console.log(`Queued event ${eventId} for webhook endpoint ${id} again, with the same webhook-id.`);
+  cli.print(`Queued event ${eventId} for webhook endpoint ${id} again, with the same webhook-id.`);
 }
 
-export async function webhookRecover(args: string[]): Promise<void> {
+export async function webhookRecover(args: string[], cli: Cli): Promise<void> {
   const { values, positionals } = parse(args, { ...DATABASE_OPTION, since: { type: 'string' } }, true);
-  if (values.help) return void console.log(WEBHOOK_HELP);
+  if (values.help) return void cli.print(WEBHOOK_HELP);
   const [id] = positionalIds('recover', positionals, ['one endpoint ID']) as [string];
   if (values.since === undefined) throw new UsageError('webhook recover needs --since TIME');
   const since = parseRfc3339(values.since);
   if (since === null) throw new UsageError(`--since ${SINCE_RULE}, got "${values.since}"`);
-  const queued = await withStore(values['database-url'], async (store) => queuedOrThrow(id, await store.webhooks.recoverWebhookEvents(id, null, since)), {
+  const queued = await withStore(cli, values['database-url'], async (store) => queuedOrThrow(id, await store.webhooks.recoverWebhookEvents(id, null, since)), {
     missing: 'there are no webhook events to recover',
   });
-  console.log(`Queued ${queued} failed event${queued === 1 ? '' : 's'} of webhook endpoint ${id} again (created since ${since.toISOString()}).`);
+  cli.print(`Queued ${queued} failed event${queued === 1 ? '' : 's'} of webhook endpoint ${id} again (created since ${since.toISOString()}).`);
 }
 
-export async function webhookRotateSecret(args: string[]): Promise<void> {
+export async function webhookRotateSecret(args: string[], cli: Cli): Promise<void> {
   const { values, positionals } = parse(args, { ...DATABASE_OPTION, overlap: { type: 'string' } }, true);
-  if (values.help) return void console.log(WEBHOOK_HELP);
+  if (values.help) return void cli.print(WEBHOOK_HELP);
   const [id] = positionalIds('rotate-secret', positionals, ['one endpoint ID']) as [string];
   const overlapText = values.overlap ?? DEFAULT_SECRET_OVERLAP;
   const overlapMs = parseOverlap(overlapText);
   if (overlapMs === null) throw new UsageError(`--overlap ${OVERLAP_RULE}, got "${overlapText}"`);
-  const rotated = await withStore(values['database-url'], (store) => rotateWebhookSecret(store, id, null, overlapMs), {
+  const rotated = await withStore(cli, values['database-url'], (store) => rotateWebhookSecret(store, id, null, overlapMs), {
     missing: 'there is no webhook endpoint to rotate',
   });
   if (rotated === null) throw new Error(`no webhook endpoint with ID ${id}`);
-  console.error(
+  cli.warn(
     overlapMs === 0
       ? `Rotated the secret of webhook endpoint ${id}; the replaced one signs no more.`
       : `Rotated the secret of webhook endpoint ${id}; the replaced one also signs until ${rotated.previousSecretExpiresAt.toISOString()}.`,
   );
-  console.error('Its new signing secret; store it now, it is not shown again:');
-  console.log(rotated.secret);
+  cli.warn('Its new signing secret; store it now, it is not shown again:');
+  cli.print(rotated.secret);
 }
 
-export async function webhookTest(args: string[]): Promise<void> {
+export async function webhookTest(args: string[], cli: Cli): Promise<void> {
   const { values, positionals } = parse(args, DATABASE_OPTION, true);
-  if (values.help) return void console.log(WEBHOOK_HELP);
+  if (values.help) return void cli.print(WEBHOOK_HELP);
   const [id] = positionalIds('test', positionals, ['one endpoint ID']) as [string];
-  const eventId = await withStore(values['database-url'], async (store) => queuedOrThrow(id, await store.webhooks.queueTestEvent(id, null)), {
+  const eventId = await withStore(cli, values['database-url'], async (store) => queuedOrThrow(id, await store.webhooks.queueTestEvent(id, null)), {
     missing: 'there is no webhook endpoint to test',
   });
-  console.error(`Queued a test event for webhook endpoint ${id}; its event id (see "webhook deliveries ${id}"):`);
-  console.log(eventId);
+  cli.warn(`Queued a test event for webhook endpoint ${id}; its event id (see "webhook deliveries ${id}"):`);
+  cli.print(eventId);
 }
 
 /** The webhook group's rows of the command table (cli/index.ts), in the order the main help lists them. */
-export const WEBHOOK_COMMANDS: readonly (CommandSummary & { readonly run: (args: string[]) => Promise<void> })[] = [
+export const WEBHOOK_COMMANDS: readonly (CommandSummary & { readonly run: (args: string[], cli: Cli) => Promise<void> })[] = [
   {
     name: 'webhook add', summary: 'Register a webhook endpoint (its secret printed once, on the last line of stdout)', run: webhookAdd,
   },

@@ -163,8 +163,8 @@ export function describeImport({ tallies }: ImportSummary, skipConflicts: boolea
 }
 
 /** The file to import, opened before the store is (so a mistyped name creates no empty store); "-" is stdin. */
-export async function openImportFile(path: string): Promise<{ readonly name: string; readonly input: AsyncIterable<Buffer>; close(): Promise<void> }> {
-  if (path === '-') return { name: 'stdin', input: process.stdin, close: async () => undefined };
+export async function openImportFile(path: string, stdin: () => NodeJS.ReadableStream = () => process.stdin): Promise<{ readonly name: string; readonly input: AsyncIterable<Buffer>; close(): Promise<void> }> {
+  if (path === '-') return { name: 'stdin', input: stdin() as AsyncIterable<Buffer>, close: async () => undefined };
   let handle: FileHandle;
   try {
     handle = await open(path, 'r');

@@ -9,7 +9,7 @@ export const BIN = fileURLToPath(new URL('../../bin/plantstore.js', import.meta.
 type Env = Record<string, string | undefined>;
 
 /** This process's environment with `overrides` applied; an undefined value removes the variable. */
-function environment(overrides: Env): NodeJS.ProcessEnv {
+export function environment(overrides: Env): NodeJS.ProcessEnv {
   const env = { ...process.env, ...overrides };
   for (const [key, value] of Object.entries(env)) if (value === undefined) delete env[key];
   return env;

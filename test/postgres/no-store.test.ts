@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { testDatabase } from '../helpers/app.js';
-import { runCli } from '../helpers/process.js';
+import { cli } from '../helpers/cli.js';
 
 /** The tables of the test's schema (the store's live there once any command made it). */
 async function tables(db: Awaited<ReturnType<typeof testDatabase>>): Promise<number> {
@@ -20,15 +20,15 @@ test('on PostgreSQL, commands that only read make no tables in a database withou
   const db = await testDatabase(t);
   const env = { DATABASE_URL: db.url };
   for (const args of [['token', 'list'], ['webhook', 'list'], ['webhook', 'deliveries', 'ep_x'], ['token', 'revoke', '1'], ['webhook', 'remove', 'ep_x'], ['export', '--out', '-']]) {
-    const res = await runCli(args, env);
+    const res = await cli(args, { env });
     assert.equal(res.code, 1, `${args.join(' ')}: ${res.stderr}`);
     assert.match(res.stderr, /plantstore: no store at postgres:\/\/[^ ]+: there (is|are) (no|nothing) [a-z ]+\(give the command the server's DATABASE_URL\)\n$/, args.join(' '));
     assert.equal(res.stdout, '', args.join(' '));
     assert.equal(await tables(db), 0, `${args.join(' ')} made no table`);
   }
   // A command that writes makes the store; then the same reads work.
-  assert.equal((await runCli(['migrate'], env)).code, 0);
+  assert.equal((await cli(['migrate'], { env })).code, 0);
   assert.ok((await tables(db)) > 0);
-  const list = await runCli(['token', 'list'], env);
+  const list = await cli(['token', 'list'], { env });
   assert.equal(list.code, 0, list.stderr);
 });

@@ -7,7 +7,8 @@ import { parseDatabaseUrl } from '../../src/config/database.js';
 import { openStore } from '../../src/store/open.js';
 import { issueToken } from '../helpers/tokens.js';
 import { adminSql, BACKEND, create, errorBody, list, silentLogger, TEST_QUERY_TIMEOUT_MS, testDatabase } from '../helpers/app.js';
-import { runCli, spawnServer } from '../helpers/process.js';
+import { cli } from '../helpers/cli.js';
+import { spawnServer } from '../helpers/process.js';
 import { startProxy } from '../helpers/tcp-proxy.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
@@ -116,7 +117,7 @@ test('start-up waits for the database with a clear log line, answering 503 meanw
   await proxy.set('forward');
   assert.equal(await server.ready, url);
   assert.equal((await fetch(`${url}/readyz`)).status, 200);
-  const secret = (await runCli(['token', 'create', '--user', 'alice'], { DATABASE_URL: db.url })).stdout.trim();
+  const secret = (await cli(['token', 'create', '--user', 'alice'], { env: { DATABASE_URL: db.url } })).stdout.trim();
   assert.equal((await fetch(`${url}/plants`, { headers: { authorization: `Bearer ${secret}` } })).status, 200);
   assert.equal(await server.stop(), 0);
 });

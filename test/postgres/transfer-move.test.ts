@@ -3,13 +3,14 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseDatabaseUrl } from '../../src/config/database.js';
 import { BACKEND, testDatabase } from '../helpers/app.js';
-import { runCli, startServer } from '../helpers/process.js';
+import { cli as inProcess } from '../helpers/cli.js';
+import { startServer } from '../helpers/process.js';
 import { apiView, appOn, records, seedEdgeStore, tempDir } from '../helpers/transfer.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 
 async function cli(args: string[], databaseUrl: string): Promise<string> {
-  const res = await runCli(args, { DATABASE_URL: databaseUrl });
+  const res = await inProcess(args, { env: { DATABASE_URL: databaseUrl } });
   assert.equal(res.code, 0, `${args.join(' ')}: ${res.stderr}`);
   return res.stderr;
 }

@@ -4,10 +4,13 @@ import { chmodSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { testDatabase } from '../helpers/app.js';
+import { cli } from '../helpers/cli.js';
 import { fatalMessages, runCli, startServer } from '../helpers/process.js';
 import { tempDir } from '../helpers/transfer.js';
 
-// The settings file as a user runs it: `--config FILE` on any command, PLANTSTORE_CONFIG for serve.
+// The settings file as a user runs it: `--config FILE` on any command, PLANTSTORE_CONFIG for serve. What
+// depends on the working directory (a store made where none should be) or on serve starting runs as a
+// process; the rest in-process, here and in test/cli/config-file.test.ts.
 
 test('serve reads its settings from PLANTSTORE_CONFIG, and migrate from --config: the store the file names is used', async (t) => {
   const dir = tempDir(t);
@@ -22,26 +25,6 @@ test('serve reads its settings from PLANTSTORE_CONFIG, and migrate from --config
   const ready = await fetch(`${server.url}/readyz`);
   assert.equal(ready.status, 200);
   assert.ok(!existsSync(join(dir, 'data')), 'the server used the file\'s store too');
-});
-
-test('serve --help says where each value came from: a flag over the environment over the file', async (t) => {
-  const dir = tempDir(t);
-  const file = join(dir, 'p.env');
-  writeFileSync(file, 'PORT=9001\nHOST=0.0.0.0\nLOG_LEVEL=warn\nDATABASE_URL=postgres://app:hunter2@127.0.0.1:1/plants\n');
-  const res = await runCli(['serve', '--help', '--port', '9003', '--config', file], { PORT: '9002', HOST: '::1', LOG_LEVEL: undefined, DATABASE_URL: undefined });
-  assert.equal(res.code, 0, res.stderr);
-  assert.match(res.stdout, new RegExp(`Settings file: ${file.replaceAll('.', '\\.')}\\.`));
-  assert.match(res.stdout, /--port N\s+TCP port[^]*?now: 9003 \(from flag\)/);
-  assert.match(res.stdout, /--host VALUE\s+Address[^]*?now: ::1 \(from environment\)/);
-  assert.match(res.stdout, new RegExp(`--log-level VALUE[^]*?now: warn \\(from ${file.replaceAll('.', '\\.')}:3\\)`));
-  assert.match(res.stdout, /now: postgres:\/\/app:\*\*\*@127\.0\.0\.1:1\/plants \(from\s/);
-  assert.ok(!res.stdout.includes('hunter2'), 'the password is never shown');
-  assert.doesNotMatch(res.stdout, /--docs VALUE[^-]*now:/, 'a setting at its default has no "now"');
-
-  const refused = await runCli(['serve', '--help', '--config', file], { PORT: 'http' });
-  assert.equal(refused.code, 0, 'help is still shown');
-  assert.match(refused.stdout, /\n\nThe settings as given now are refused: PORT must be a whole number from 0 to 65535, got "http"\n$/);
-  assert.doesNotMatch(refused.stdout, /now: /);
 });
 
 test('a settings file with an unknown key or a bad value stops every command with the file and line, exit 2, no stack', async (t) => {
@@ -107,13 +90,6 @@ test('a settings file that is no regular file, or too large, is refused at once:
   assert.ok(!existsSync(join(dir, 'data')), 'no store was created');
 });
 
-test('--help names --config: the main help and the help of the commands that use a store', async () => {
-  assert.match((await runCli(['--help'])).stdout, /^ {2}--config FILE {9}Read settings from FILE, KEY=value lines \(also PLANTSTORE_CONFIG=FILE\); any command$/m);
-  for (const args of [['migrate', '--help'], ['export', '--help'], ['import', '--help'], ['backup', '--help'], ['token', '--help'], ['webhook', '--help'], ['doctor', '--help']]) {
-    assert.match((await runCli(args)).stdout, /--config FILE/, args.join(' '));
-  }
-});
-
 test('a PostgreSQL password in the settings file is never logged, nor printed in a refusal', async (t) => {
   const dir = tempDir(t);
   const file = join(dir, 'p.env');
@@ -123,18 +99,18 @@ test('a PostgreSQL password in the settings file is never logged, nor printed in
   assert.equal(serve.code, 1, serve.stdout);
   assert.match(fatalMessages(serve.stdout), /PostgreSQL at 127\.0\.0\.1:1\/plants/);
   assert.ok(!`${serve.stdout}${serve.stderr}`.includes('hunter2'), `${serve.stdout}${serve.stderr}`);
-  const doctor = await runCli(['doctor', '--config', file], env, dir);
+  const doctor = await cli(['doctor', '--config', file], { env });
   assert.equal(doctor.code, 1);
   assert.match(doctor.stdout, /^note\s+setting: DATABASE_URL=postgres:\/\/app:\*\*\*@127\.0\.0\.1:1\/plants \(from .*p\.env:1\)$/m);
   assert.ok(!`${doctor.stdout}${doctor.stderr}`.includes('hunter2'));
   const readable = /^attention settings: .*p\.env holds a password \(in DATABASE_URL\) and every user of this machine can read it \(chmod 600, or 640 for the server's group\)$/m;
   chmodSync(file, 0o644);
-  assert.match((await runCli(['doctor', '--config', file], env, dir)).stdout, readable);
+  assert.match((await cli(['doctor', '--config', file], { env })).stdout, readable);
   chmodSync(file, 0o600);
-  assert.doesNotMatch((await runCli(['doctor', '--config', file], env, dir)).stdout, readable);
+  assert.doesNotMatch((await cli(['doctor', '--config', file], { env })).stdout, readable);
 
   writeFileSync(file, 'DATABASE_URL=postgres://app:hunter2@127.0.0.1:99999/plants\n');
-  const refused = await runCli(['token', 'list', '--config', file], env, dir);
+  const refused = await cli(['token', 'list', '--config', file], { env });
   assert.equal(refused.code, 2);
   assert.equal(refused.stderr, `plantstore: ${file}:1: DATABASE_URL: the port must be a whole number from 1 to 65535\n`);
 });

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { testDatabase } from '../helpers/app.js';
-import { runCli, startServer } from '../helpers/process.js';
+import { cli } from '../helpers/cli.js';
+import { startServer } from '../helpers/process.js';
 
 const ROUNDS = 4;
 const CLIENTS = 16;
@@ -27,7 +28,7 @@ async function allNames(base: string, token: string): Promise<string[]> {
 
 test('kill -9 at a random moment under concurrent creates loses no acknowledged create, and duplicates none', async (t) => {
   const { url: databaseUrl } = await testDatabase(t);
-  const token = (await runCli(['token', 'create', '--user', 'alice'], { DATABASE_URL: databaseUrl })).stdout.trim();
+  const token = (await cli(['token', 'create', '--user', 'alice'], { env: { DATABASE_URL: databaseUrl } })).stdout.trim();
   const acknowledged: string[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
     const server = await startServer(t, { DATABASE_URL: databaseUrl });

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { test, type TestContext } from 'node:test';
 import { logFormatFor } from '../../src/logger.js';
 import { testDatabase } from '../helpers/app.js';
+import { cli } from '../helpers/cli.js';
 import { BIN, FATAL, logLines, runCli, spawnServer } from '../helpers/process.js';
 
 /** A pretty line: local time with its offset, the level's name, the pid, the message. */
@@ -114,7 +115,7 @@ test('LOG_FORMAT=pretty prints readable lines (time, level name, message, fields
 
 test('pretty lines logged just before process.exit are written: a second SIGTERM during the drain', async (t) => {
   const { url } = await testDatabase(t);
-  const token = (await runCli(['token', 'create', '--user', 'alice'], { DATABASE_URL: url })).stdout.trim();
+  const token = (await cli(['token', 'create', '--user', 'alice'], { env: { DATABASE_URL: url } })).stdout.trim();
   const server = serveRaw(t, { DATABASE_URL: url, LOG_FORMAT: 'pretty', DRAIN_TIMEOUT: '60s' });
   await until(() => server.out().includes('plantstore ready'), server.exited, server.out);
   const port = Number(/Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(server.out())?.[1]);

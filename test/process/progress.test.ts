@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { create, testApp, testDatabase } from '../helpers/app.js';
+import { cli } from '../helpers/cli.js';
 import { runCli } from '../helpers/process.js';
 import { runCliOnTerminal } from '../helpers/pty.js';
 import { tempDir } from '../helpers/transfer.js';
@@ -52,7 +53,7 @@ test('an export to stdout with stderr on a terminal: stdout holds the export alo
 test('without a terminal only the summary is printed; --quiet prints nothing, on a terminal or not', async (t) => {
   const env = await source(t);
   const dir = tempDir(t);
-  const plain = await runCli(['export', '--out', join(dir, 'a.ndjson')], env);
+  const plain = await cli(['export', '--out', join(dir, 'a.ndjson')], { env });
   assert.equal(plain.code, 0);
   assert.match(plain.stderr, /^using \S+\nexported 3 plants, [^\n]*\n$/);
   assert.doesNotMatch(plain.stderr, /exporting:|\r/);
@@ -68,7 +69,7 @@ test('without a terminal only the summary is printed; --quiet prints nothing, on
   }
   assert.equal(readFileSync(join(dir, 'runCli.ndjson'), 'utf8').split('\n').length, 6);
 
-  const failed = await runCli(['import', '--quiet', join(dir, 'missing.ndjson')], env);
+  const failed = await cli(['import', '--quiet', join(dir, 'missing.ndjson')], { env });
   assert.equal(failed.code, 1);
   assert.match(failed.stderr, /^plantstore: cannot read .*missing\.ndjson/, 'errors are still printed');
 });

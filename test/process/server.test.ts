@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { testDatabase } from '../helpers/app.js';
-import { runCli, startServer } from '../helpers/process.js';
+import { cli } from '../helpers/cli.js';
+import { startServer } from '../helpers/process.js';
 
 test('a server process keeps every acknowledged plant across a restart, and exits 0 on SIGTERM and SIGINT', async (t) => {
   const env = { DATABASE_URL: (await testDatabase(t)).url };
-  const secret = (await runCli(['token', 'create', '--user', 'alice'], env)).stdout.trim();
+  const secret = (await cli(['token', 'create', '--user', 'alice'], { env })).stdout.trim();
   const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
 
   const first = await startServer(t, env);

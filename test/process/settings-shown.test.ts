@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { testDatabase } from '../helpers/app.js';
 import { closedPort } from '../helpers/jwt-provider.js';
+import { cli } from '../helpers/cli.js';
 import { fatalMessages, runCli, spawnServer } from '../helpers/process.js';
 import { tempDir } from '../helpers/transfer.js';
 import { eventually } from '../helpers/eventually.js';
@@ -23,14 +24,14 @@ test('doctor says a settings file every user can read holds a password wherever 
   for (const url of [`postgres://app:${SECRET}@127.0.0.1:${port}/plants`, `postgres://app@127.0.0.1:${port}/plants?password=${SECRET}`, `postgres://app@127.0.0.1:${port}/plants?sslmode=require&sslpassword=${SECRET}`]) {
     writeFileSync(file, `DATABASE_URL=${url}\n`);
     chmodSync(file, 0o644);
-    const doctor = await runCli(['doctor', '--config', file], { ...CLEAN, DATABASE_URL: undefined }, dir);
+    const doctor = await cli(['doctor', '--config', file], { env: { ...CLEAN, DATABASE_URL: undefined } });
     assert.equal(doctor.code, 1);
     assert.match(doctor.stdout, readable, url);
     assert.ok(!`${doctor.stdout}${doctor.stderr}`.includes(SECRET), doctor.stdout);
-    const json = await runCli(['doctor', '--json', '--config', file], { ...CLEAN, DATABASE_URL: undefined }, dir);
+    const json = await cli(['doctor', '--json', '--config', file], { env: { ...CLEAN, DATABASE_URL: undefined } });
     assert.ok(!json.stdout.includes(SECRET), json.stdout);
     chmodSync(file, 0o600);
-    assert.doesNotMatch((await runCli(['doctor', '--config', file], { ...CLEAN, DATABASE_URL: undefined }, dir)).stdout, readable, url);
+    assert.doesNotMatch((await cli(['doctor', '--config', file], { env: { ...CLEAN, DATABASE_URL: undefined } })).stdout, readable, url);
   }
 });
 
@@ -44,10 +45,10 @@ test('JWT_JWKS_URL with user:password@ is refused by serve, doctor and serve --h
   const serve = await runCli(['serve', '--port', '0', '--config', file], env, dir, { hangMs: 20_000 });
   assert.equal(serve.code, 2, serve.stdout);
   assert.match(fatalMessages(serve.stdout), new RegExp(`^${refusal.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}, got "https://app:\\*\\*\\*@idp\\.example/jwks"$`));
-  const doctor = await runCli(['doctor', '--config', file], env, dir);
+  const doctor = await cli(['doctor', '--config', file], { env });
   assert.equal(doctor.code, 1);
   assert.ok(doctor.stdout.includes(`attention settings: refused: ${refusal}`), doctor.stdout);
-  const help = await runCli(['serve', '--help', '--config', file], env, dir);
+  const help = await cli(['serve', '--help', '--config', file], { env });
   assert.ok(help.stdout.includes(`The settings as given now are refused: ${refusal}`), help.stdout);
   for (const res of [serve, doctor, help]) assert.ok(!`${res.stdout}${res.stderr}`.includes(SECRET));
 });
@@ -57,12 +58,12 @@ test('a secret parameter of JWT_JWKS_URL is masked in doctor, its --json, serve 
   const jwks = `http://127.0.0.1:${await closedPort()}/jwks?api_key=${SECRET}`;
   const shown = jwks.replace(SECRET, '***');
   const env = { ...CLEAN, DATABASE_URL: (await testDatabase(t)).url, JWT_AUDIENCE: 'api', JWT_JWKS_URL: jwks };
-  const doctor = await runCli(['doctor'], env, dir);
+  const doctor = await cli(['doctor'], { env });
   assert.ok(doctor.stdout.includes(`note      setting: JWT_JWKS_URL=${shown} (from environment)`), doctor.stdout);
   assert.ok(doctor.stdout.includes(`attention identity provider: ${shown} does not answer with keys: ${shown}: `), doctor.stdout);
-  const json = await runCli(['doctor', '--json'], env, dir);
+  const json = await cli(['doctor', '--json'], { env });
   assert.equal(JSON.parse(json.stdout).identityProvider.jwksUrl, shown);
-  const help = await runCli(['serve', '--help'], env, dir);
+  const help = await cli(['serve', '--help'], { env });
   // The help wraps its column at spaces: the URL and its source may sit on two lines.
   assert.match(help.stdout, new RegExp(`now: ${shown.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}\\s+\\(from\\s+environment\\)`));
 
@@ -79,10 +80,10 @@ test('a settings value holding a line break is shown escaped on its one line by 
   const file = join(dir, 'lines.env');
   writeFileSync(file, 'JWT_AUDIENCE="api\\nok        fake"\n');
   const env = { ...CLEAN, DATABASE_URL: (await testDatabase(t)).url };
-  const doctor = await runCli(['doctor', '--config', file], env, dir);
+  const doctor = await cli(['doctor', '--config', file], { env });
   assert.match(doctor.stdout, /^note {6}setting: JWT_AUDIENCE=api\\nok {8}fake \(from .*lines\.env:1\)$/m);
   assert.doesNotMatch(doctor.stdout, /^ok {8}fake/m);
-  const help = await runCli(['serve', '--help', '--config', file], env, dir);
+  const help = await cli(['serve', '--help', '--config', file], { env });
   assert.match(help.stdout, /now: api\\nok {8}fake \(from\s+\S*lines\.env:1\)$/m);
   assert.doesNotMatch(help.stdout, /^ok {8}fake/m);
 

@@ -5,7 +5,8 @@ import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import { testDatabase } from '../helpers/app.js';
-import { runCli, startServer } from '../helpers/process.js';
+import { cli } from '../helpers/cli.js';
+import { startServer } from '../helpers/process.js';
 
 function request(agent: http.Agent, url: string, method: string, headers: Record<string, string>, body?: string) {
   return new Promise<{ status: number; body: string }>((resolve, reject) => {
@@ -61,7 +62,7 @@ async function refused(port: number): Promise<boolean> {
 
 async function setup(t: Parameters<typeof testDatabase>[0], env: Record<string, string> = {}) {
   const { url: databaseUrl } = await testDatabase(t);
-  const token = (await runCli(['token', 'create', '--user', 'alice'], { DATABASE_URL: databaseUrl })).stdout.trim();
+  const token = (await cli(['token', 'create', '--user', 'alice'], { env: { DATABASE_URL: databaseUrl } })).stdout.trim();
   const server = await startServer(t, { DATABASE_URL: databaseUrl, ...env });
   return { databaseUrl, token, server, port: Number(new URL(server.url).port) };
 }
@@ -233,7 +234,7 @@ async function loadUntilRefused(url: string, token: string, round: number, clien
 
 test('SIGTERM under load from 64 keep-alive clients: every request already sent is answered, new connections refused, acknowledged creates kept', async (t) => {
   const { url: databaseUrl } = await testDatabase(t);
-  const token = (await runCli(['token', 'create', '--user', 'alice'], { DATABASE_URL: databaseUrl })).stdout.trim();
+  const token = (await cli(['token', 'create', '--user', 'alice'], { env: { DATABASE_URL: databaseUrl } })).stdout.trim();
   const acknowledged: string[] = [];
   for (let round = 1; round <= 3; round++) {
     const server = await startServer(t, { DATABASE_URL: databaseUrl });

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { testDatabase } from '../helpers/app.js';
 import { json, serveWithMetrics, token, value } from '../helpers/metrics.js';
-import { runCli, startServer } from '../helpers/process.js';
+import { cli } from '../helpers/cli.js';
+import { startServer } from '../helpers/process.js';
 import { eventually } from '../helpers/eventually.js';
 import { receiver } from '../helpers/webhook-receiver.js';
 
@@ -38,8 +39,8 @@ test('a test event survives kill -9 of the server that queued it, and the next s
   await rx.close();
   // A retry 5 s after the refused first attempt: the kill comes before it is claimed again.
   const env = { DATABASE_URL: db.url, WEBHOOK_ALLOW_PRIVATE: 'on', WEBHOOK_TIMEOUT: '1s', WEBHOOK_RETRY_SCHEDULE: '5s,5s' };
-  const id = endpointId((await runCli(['webhook', 'add', '--user', 'alice', '--url', rx.url], env)).stderr);
-  const token = lastLine((await runCli(['token', 'create', '--user', 'alice'], env)).stdout);
+  const id = endpointId((await cli(['webhook', 'add', '--user', 'alice', '--url', rx.url], { env })).stderr);
+  const token = lastLine((await cli(['token', 'create', '--user', 'alice'], { env })).stdout);
   const first = await startServer(t, env);
   const headers = { authorization: `Bearer ${token}` };
   const queued = await fetch(`${first.url}/webhooks/${id}/test`, { method: 'POST', headers });

@@ -8,7 +8,8 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from '../../src/store/sqlite/driver.js';
-import { BIN, runCli } from '../helpers/process.js';
+import { cli } from '../helpers/cli.js';
+import { BIN } from '../helpers/process.js';
 import { tempDir } from '../helpers/sqlite-spawn.js';
 
 /** Resolves once a file whose name `matches` is in `dir` (inotify, not polling). */
@@ -40,7 +41,7 @@ test('the next backup or export removes the secret-holding temporary files a bac
   const dir = tempDir(t);
   const store = join(dir, 'store.db');
   const env = { DATABASE_URL: `sqlite:${store}` };
-  assert.equal((await runCli(['token', 'create', '--user', 'alice'], env)).code, 0);
+  assert.equal((await cli(['token', 'create', '--user', 'alice'], { env })).code, 0);
   const out = tempDir(t);
 
   // A backup that cannot finish: the store (in rollback-journal mode, for this test) is write-locked, so
@@ -70,7 +71,7 @@ test('the next backup or export removes the secret-holding temporary files a bac
   const stale = [`.other.db.${here}-${dead}.0123456789ab.tmp`, `.other.db.${here}-${dead}.0123456789ab.tmp-journal`];
   for (const name of [...kept, ...stale]) writeFileSync(join(out, name), 'secret', { mode: 0o600 });
 
-  const next = await runCli(['backup', '--out', join(out, 'nightly.db')], env);
+  const next = await cli(['backup', '--out', join(out, 'nightly.db')], { env });
   assert.equal(next.code, 0, next.stderr);
   assert.match(next.stderr, /removed what interrupted backups or exports had left beside .*nightly\.db: /);
   assert.deepEqual(readdirSync(out).sort(), ['nightly.db', ...kept].sort(), 'only the killed backup\'s and the dead process\'s files are gone');
@@ -78,7 +79,7 @@ test('the next backup or export removes the secret-holding temporary files a bac
   // export clears them as well.
   const exportStale = `.move.ndjson.${here}-${dead}.fedcba987654.tmp`;
   writeFileSync(join(out, exportStale), 'secret', { mode: 0o600 });
-  const exported = await runCli(['export', '--out', join(out, 'move.ndjson')], env);
+  const exported = await cli(['export', '--out', join(out, 'move.ndjson')], { env });
   assert.equal(exported.code, 0, exported.stderr);
   assert.match(exported.stderr, new RegExp(`removed what interrupted exports or backups had left beside .*move\\.ndjson: ${exportStale.replaceAll('.', '\\.')}`));
   assert.deepEqual(readdirSync(out).sort(), ['move.ndjson', 'nightly.db', ...kept].sort());

@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import Database from '../../src/store/sqlite/driver.js';
 import { nextUrl } from '../helpers/app.js';
-import { BIN, outputOf, runCli, startServer, type CliResult } from '../helpers/process.js';
+import { cli } from '../helpers/cli.js';
+import { BIN, outputOf, startServer, type CliResult } from '../helpers/process.js';
 import { tempDir } from '../helpers/sqlite-spawn.js';
 
 /** Plants of another user, so that the copy has some size (about 6 MB) and takes a moment. */
@@ -22,7 +23,7 @@ interface Stored {
 async function seededStore(dir: string): Promise<{ path: string; env: { DATABASE_URL: string }; token: string }> {
   const path = join(dir, 'store.db');
   const env = { DATABASE_URL: `sqlite:${path}` };
-  const created = await runCli(['token', 'create', '--user', 'alice'], env);
+  const created = await cli(['token', 'create', '--user', 'alice'], { env });
   assert.equal(created.code, 0, created.stderr);
   const db = new Database(path);
   const insert = db.prepare('INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?)');
@@ -83,7 +84,7 @@ test('a backup taken under write load opens, passes integrity_check and holds ev
   const copy = join(dir, 'copy.db');
   const before = new Map(acknowledged);
   const started = performance.now();
-  const backup = await runCli(['backup', '--out', copy], env);
+  const backup = await cli(['backup', '--out', copy], { env });
   const ended = performance.now();
   stop = true;
   await Promise.all(writers);
@@ -157,7 +158,7 @@ test('a backup of a store another connection keeps locked waits for it, then fai
   const dir = tempDir(t);
   const path = join(dir, 'store.db');
   const env = { DATABASE_URL: `sqlite:${path}` };
-  assert.equal((await runCli(['token', 'create', '--user', 'alice'], env)).code, 0);
+  assert.equal((await cli(['token', 'create', '--user', 'alice'], { env })).code, 0);
   // Rollback-journal mode, write-locked: SQLite's first backup step meets SQLITE_BUSY. It was taken for a
   // finished copy of nothing, which then failed its check as "no such table: plants".
   const lock = new Database(path);
@@ -165,39 +166,39 @@ test('a backup of a store another connection keeps locked waits for it, then fai
   lock.exec("BEGIN EXCLUSIVE; INSERT INTO plants (owner, id, name) VALUES ('bob', 1, 'held')");
   t.after(() => lock.close());
   const out = tempDir(t);
-  const res = await runCli(['backup', '--out', join(out, 'copy.db')], env);
+  const res = await cli(['backup', '--out', join(out, 'copy.db')], { env });
   lock.exec('ROLLBACK');
   assert.equal(res.code, 1, res.stderr);
   assert.match(res.stderr, /the backup to .*copy\.db failed, and nothing was left there: the store stayed locked by another connection for 5 s \(SQLITE_BUSY\); try again/);
   assert.deepEqual(readdirSync(out), []);
   // Once the lock is gone, the same backup is made.
-  assert.equal((await runCli(['backup', '--out', join(out, 'copy.db')], env)).code, 0);
+  assert.equal((await cli(['backup', '--out', join(out, 'copy.db')], { env })).code, 0);
 });
 
 test('backup refuses PostgreSQL (pointing to pg_dump), an existing file without --force, the store itself, and paths it cannot write', async (t) => {
   const dir = tempDir(t);
   const { path, env } = await seededStore(dir);
 
-  const pg = await runCli(['backup', '--out', join(dir, 'pg.dump')], { DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test' });
+  const pg = await cli(['backup', '--out', join(dir, 'pg.dump')], { env: { DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test' } });
   assert.equal(pg.code, 2, pg.stderr);
   assert.match(pg.stderr, /^plantstore: backup copies SQLite stores; .*pg_dump --format=custom .*pg_restore.*"Backups" in the README/);
 
-  const missing = await runCli(['backup'], env);
+  const missing = await cli(['backup'], { env });
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /backup needs --out FILE/);
 
   const existing = join(dir, 'existing.db');
   writeFileSync(existing, 'keep me');
-  const refused = await runCli(['backup', '--out', existing], env);
+  const refused = await cli(['backup', '--out', existing], { env });
   assert.equal(refused.code, 1, refused.stderr);
   assert.match(refused.stderr, new RegExp(`plantstore: ${existing} exists already; choose another file, or add --force to replace it`));
   assert.equal(readFileSync(existing, 'utf8'), 'keep me');
-  const forced = await runCli(['backup', '--out', existing, '--force'], env);
+  const forced = await cli(['backup', '--out', existing, '--force'], { env });
   assert.equal(forced.code, 0, forced.stderr);
   assert.equal(rowsOf(existing, 'ballast').size, BALLAST);
 
   for (const store of [path, `${path}-wal`, `${path}.lock`]) {
-    const self = await runCli(['backup', '--out', store, '--force'], env);
+    const self = await cli(['backup', '--out', store, '--force'], { env });
     assert.equal(self.code, 1, `${store}: ${self.stderr}`);
     assert.match(self.stderr, /that is the store .* or a file it keeps beside it/);
   }
@@ -211,7 +212,7 @@ test('backup refuses PostgreSQL (pointing to pg_dump), an existing file without 
     [fifo(dir, 'pipe'), /it is not a regular file \(a device, a pipe or a socket\)/],
   ];
   for (const [out, message] of cases) {
-    const res = await runCli(['backup', '--out', out, '--force'], env);
+    const res = await cli(['backup', '--out', out, '--force'], { env });
     assert.equal(res.code, 1, `${out}: ${res.stderr}`);
     assert.match(res.stderr, message, out);
   }
@@ -219,7 +220,7 @@ test('backup refuses PostgreSQL (pointing to pg_dump), an existing file without 
   const storeFiles = ['store.db', 'store.db-wal', 'store.db-shm', 'store.db.lock'];
   assert.deepEqual(otherFiles(dir, ...storeFiles, 'existing.db', 'pipe'), [], 'no partial or temporary file');
 
-  const nowhere = await runCli(['backup', '--out', join(dir, 'x.db')], { DATABASE_URL: `sqlite:${join(dir, 'none.db')}` });
+  const nowhere = await cli(['backup', '--out', join(dir, 'x.db')], { env: { DATABASE_URL: `sqlite:${join(dir, 'none.db')}` } });
   assert.equal(nowhere.code, 1);
   assert.match(nowhere.stderr, /no SQLite store at .*none\.db: nothing to back up/);
   assert.ok(!existsSync(join(dir, 'none.db')), 'no store is created');

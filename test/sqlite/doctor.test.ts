@@ -3,6 +3,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSy
 import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from '../../src/store/sqlite/driver.js';
+import { cli } from '../helpers/cli.js';
 import { runCli, startServer } from '../helpers/process.js';
 import { tempDir } from '../helpers/transfer.js';
 
@@ -22,17 +23,17 @@ test('doctor on a missing SQLite store says so, exit 1, and creates nothing', as
 test('doctor reads a SQLite store, closed or served, without creating or changing a file beside it', async (t) => {
   const dir = tempDir(t);
   const env = { DATABASE_URL: `sqlite:${join(dir, 'store.db')}` };
-  assert.equal((await runCli(['migrate'], env)).code, 0);
+  assert.equal((await cli(['migrate'], { env })).code, 0);
   const closed = snapshot(dir);
   assert.deepEqual(closed.map((line) => line.split(' ')[0]), ['store.db'], 'a closed store has no -wal');
-  const res = await runCli(['doctor'], env);
+  const res = await cli(['doctor'], { env });
   assert.equal(res.code, 0, res.stdout);
   assert.match(res.stdout, /^ok {8}schema: version \d+, no pending migrations$/m);
   assert.deepEqual(snapshot(dir), closed, 'no -wal, no -shm, the store untouched');
 
   await startServer(t, env);
   const served = snapshot(dir);
-  const again = await runCli(['doctor'], env);
+  const again = await cli(['doctor'], { env });
   assert.equal(again.code, 0, again.stdout);
   assert.match(again.stdout, /^ok {8}store: sqlite:\S+store\.db opens$/m);
   assert.deepEqual(readdirSync(dir).sort(), served.map((line) => line.split(' ')[0]), 'only the server\'s own files');
@@ -41,7 +42,7 @@ test('doctor reads a SQLite store, closed or served, without creating or changin
 test('doctor reads a store left with a -wal and no -shm from what the -wal holds, and creates no -shm', async (t) => {
   const dir = tempDir(t);
   const source = join(dir, 'source.db');
-  assert.equal((await runCli(['migrate'], { DATABASE_URL: `sqlite:${source}` })).code, 0);
+  assert.equal((await cli(['migrate'], { env: { DATABASE_URL: `sqlite:${source}` } })).code, 0);
   // A store copied file by file while open (or a -shm removed after a crash): the last migration's record
   // is deleted in the -wal only, so doctor sees it pending only if it reads the -wal.
   const db = new Database(source);
@@ -54,7 +55,7 @@ test('doctor reads a store left with a -wal and no -shm from what the -wal holds
   copyFileSync(source, join(copy, 'store.db'));
   copyFileSync(`${source}-wal`, join(copy, 'store.db-wal'));
   const before = snapshot(copy);
-  const res = await runCli(['doctor'], { DATABASE_URL: `sqlite:${join(copy, 'store.db')}` });
+  const res = await cli(['doctor'], { env: { DATABASE_URL: `sqlite:${join(copy, 'store.db')}` } });
   assert.equal(res.code, 1, res.stdout + res.stderr);
   assert.match(res.stdout, /^attention schema: version \d+; pending: \d+_\w+/m);
   assert.deepEqual(snapshot(copy), before, 'no -shm, the store and its -wal untouched');
@@ -64,7 +65,7 @@ test('doctor on a file that is not a SQLite store needs attention, exit 1', asyn
   const dir = tempDir(t);
   const path = join(dir, 'notes.db');
   writeFileSync(path, 'these are not the pages you are looking for'.repeat(100));
-  const res = await runCli(['doctor'], { DATABASE_URL: `sqlite:${path}` });
+  const res = await cli(['doctor'], { env: { DATABASE_URL: `sqlite:${path}` } });
   assert.equal(res.code, 1);
   assert.match(res.stdout, /^attention store: cannot read the SQLite store .*notes\.db: file is not a database$/m);
   assert.ok(existsSync(path) && readdirSync(dir).length === 1);

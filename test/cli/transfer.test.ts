@@ -5,7 +5,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { create, list, testApp, testDatabase } from '../helpers/app.js';
-import { runCli } from '../helpers/process.js';
+import { cli } from '../helpers/cli.js';
 import { appOn, records, tempDir } from '../helpers/transfer.js';
 
 test('plantstore export and import move a store through a file, and importing again changes nothing', async (t) => {
@@ -16,7 +16,7 @@ test('plantstore export and import move a store through a file, and importing ag
   }
   const dir = tempDir(t);
   const file = join(dir, 'backup.ndjson');
-  const exported = await runCli(['export', '--out', file], { DATABASE_URL: source.url });
+  const exported = await cli(['export', '--out', file], { env: { DATABASE_URL: source.url } });
   assert.equal(exported.code, 0, exported.stderr);
   assert.equal(exported.stdout, '', 'stdout is left for the export itself');
   assert.match(exported.stderr, /^using /);
@@ -24,16 +24,16 @@ test('plantstore export and import move a store through a file, and importing ag
   assert.equal(statSync(file).mode & 0o777, 0o600);
   assert.match(readFileSync(file, 'utf8'), /"id":9007199254740993,"name":"2\^53\+1"/);
 
-  const piped = await runCli(['export'], { DATABASE_URL: source.url });
+  const piped = await cli(['export'], { env: { DATABASE_URL: source.url } });
   assert.equal(piped.code, 0, piped.stderr);
   assert.equal(piped.stdout.split('\n').slice(1).join('\n'), records(file), 'stdout when no --out is given');
 
   const target = await testDatabase(t);
   const env = { DATABASE_URL: target.url };
-  const imported = await runCli(['import', file], env);
+  const imported = await cli(['import', file], { env });
   assert.equal(imported.code, 0, imported.stderr);
   assert.match(imported.stderr, /imported .*backup\.ndjson \(exported from \w+ at .*\) in \d+\.\d s:\n {2}plants: 3 imported, 0 already present\n {2}tokens: 1 imported/);
-  const again = await runCli(['import', file], env);
+  const again = await cli(['import', file], { env });
   assert.equal(again.code, 0, again.stderr);
   assert.match(again.stderr, /plants: 0 imported, 3 already present\n {2}tokens: 0 imported, 1 already present/);
   const { app } = await appOn(t, target.config);
@@ -46,17 +46,17 @@ test('plantstore import: a conflict exits 1 and says what to do, --skip-conflict
   await create(source.app, alice, { id: 1, name: 'mine' });
   const dir = tempDir(t);
   const file = join(dir, 'a.ndjson');
-  assert.equal((await runCli(['export', '--out', file], { DATABASE_URL: source.url })).code, 0);
+  assert.equal((await cli(['export', '--out', file], { env: { DATABASE_URL: source.url } })).code, 0);
   const text = readFileSync(file, 'utf8');
   const changed = join(dir, 'changed.ndjson');
   writeFileSync(changed, text.replace('"name":"mine"', '"name":"theirs"'));
   const env = { DATABASE_URL: (await testDatabase(t)).url };
-  assert.equal((await runCli(['import', changed], env)).code, 0);
+  assert.equal((await cli(['import', changed], { env })).code, 0);
 
-  const conflict = await runCli(['import', file], env);
+  const conflict = await cli(['import', file], { env });
   assert.equal(conflict.code, 1);
   assert.match(conflict.stderr, /plantstore: conflict: plant owner "alice", id 1 is in the store with another name\n.*--skip-conflicts/);
-  const skipped = await runCli(['import', '--skip-conflicts', file], env);
+  const skipped = await cli(['import', '--skip-conflicts', file], { env });
   assert.equal(skipped.code, 0, skipped.stderr);
   assert.match(skipped.stderr, /plants: 0 imported, 0 already present, 1 conflicts skipped/);
 
@@ -71,14 +71,14 @@ test('plantstore import: a conflict exits 1 and says what to do, --skip-conflict
     [['import', newer], 1, /export format version 7; this plantstore reads version 1 only/],
   ];
   for (const [args, code, message] of cases) {
-    const res = await runCli(args, env);
+    const res = await cli(args, { env });
     assert.equal(res.code, code, `${args.join(' ')}: ${res.stderr}`);
     assert.match(res.stderr, message, args.join(' '));
   }
-  const help = await runCli(['--help']);
+  const help = await cli(['--help']);
   assert.match(help.stdout, /export \[--out FILE\]/);
   assert.match(help.stdout, /import FILE/);
-  assert.match((await runCli(['import', '--help'])).stdout, /--skip-conflicts/);
+  assert.match((await cli(['import', '--help'])).stdout, /--skip-conflicts/);
 });
 
 test('plantstore export --out: an existing file only with --force; a pipe or a device is written into, never replaced', async (t) => {
@@ -89,11 +89,11 @@ test('plantstore export --out: an existing file only with --force; a pipe or a d
   const env = { DATABASE_URL: source.url };
   const existing = join(dir, 'existing.ndjson');
   writeFileSync(existing, 'keep me');
-  const refused = await runCli(['export', '--out', existing], env);
+  const refused = await cli(['export', '--out', existing], { env });
   assert.equal(refused.code, 1, refused.stderr);
   assert.match(refused.stderr, /exists already; choose another file, or add --force to replace it/);
   assert.equal(readFileSync(existing, 'utf8'), 'keep me');
-  const forced = await runCli(['export', '--out', existing, '--force'], env);
+  const forced = await cli(['export', '--out', existing, '--force'], { env });
   assert.equal(forced.code, 0, forced.stderr);
   assert.match(readFileSync(existing, 'utf8'), /"name":"one"/);
 
@@ -104,14 +104,14 @@ test('plantstore export --out: an existing file only with --force; a pipe or a d
   let read = '';
   reader.stdout.on('data', (d: Buffer) => (read += d.toString('utf8')));
   const readerDone = once(reader, 'close');
-  const piped = await runCli(['export', '--out', pipe], env);
+  const piped = await cli(['export', '--out', pipe], { env });
   await readerDone;
   assert.equal(piped.code, 0, piped.stderr);
   assert.equal(read, readFileSync(existing, 'utf8').replace(/"exportedAt":"[^"]*"/, `"exportedAt":${JSON.stringify(JSON.parse(read.split('\n')[0] ?? '{}').exportedAt)}`));
   assert.ok(statSync(pipe).isFIFO(), 'still a pipe');
   assert.deepEqual(readdirSync(dir).sort(), ['existing.ndjson', 'pipe'], 'no temporary file left');
 
-  const directory = await runCli(['export', '--out', dir], env);
+  const directory = await cli(['export', '--out', dir], { env });
   assert.equal(directory.code, 1);
   assert.match(directory.stderr, /it is a directory; name a file in it/);
 });
@@ -120,7 +120,7 @@ test('plantstore import names the line that is not valid UTF-8, whichever line o
   const source = await testApp(t);
   const dir = tempDir(t);
   const exported = join(dir, 'empty.ndjson');
-  assert.equal((await runCli(['export', '--out', exported], { DATABASE_URL: source.url })).code, 0);
+  assert.equal((await cli(['export', '--out', exported], { env: { DATABASE_URL: source.url } })).code, 0);
   const header = Buffer.from(readFileSync(exported, 'utf8').split('\n')[0] ?? '', 'utf8');
   const bad = Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]); // {"\xff\xfe"}
   const newline = Buffer.from('\n');
@@ -133,7 +133,7 @@ test('plantstore import names the line that is not valid UTF-8, whichever line o
   for (const [label, parts, line] of cases) {
     const file = join(dir, 'bad.ndjson');
     writeFileSync(file, Buffer.concat(parts));
-    const res = await runCli(['import', file], env);
+    const res = await cli(['import', file], { env });
     assert.equal(res.code, 1, `${label}: ${res.stderr}`);
     assert.ok(res.stderr.endsWith(`plantstore: line ${line} is not valid UTF-8\n`), `${label}: ${res.stderr}`);
   }

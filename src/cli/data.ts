@@ -77,7 +77,7 @@ export async function backupCommand(args: string[], cli: Cli): Promise<void> {
     );
   }
   if (!quiet) cli.warn(`using ${describeStore(database, 'url')}`);
-  const { backupSqlite } = await import('../store/sqlite/backup.js');
+  const { backupSqlite } = await import('../store/files.js');
   const progress = startProgress({ label: 'backing up', unit: 'pages', quiet, stream: cli.stderr });
   const copy = await withProgress(progress, () => backupSqlite(database.path, values.out as string, { force: values.force ?? false, progress }));
   progress.done(copy.removedTemporaries.length > 0 ? [`removed what interrupted backups or exports had left beside ${copy.path}: ${copy.removedTemporaries.join(', ')}`] : []);
@@ -115,7 +115,7 @@ export async function exportCommand(args: string[], cli: Cli): Promise<void> {
     // As backup does: renamed over the -wal (or the store, or its lock), the file would take every
     // acknowledged write with it at the next crash. stdout too may have been redirected there (a
     // stdout without a descriptor, a test's stream, is no file).
-    const { storeFileProblem } = await import('../store/sqlite/own-files.js');
+    const { storeFileProblem } = await import('../store/files.js');
     const target = out === '-' ? cli.stdout.fd : out;
     const problem = target === undefined ? undefined : storeFileProblem(target, database.path);
     if (problem !== undefined) throw new Error(`cannot export to ${out === '-' ? 'stdout' : out}: ${problem}`);

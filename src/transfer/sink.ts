@@ -1,6 +1,6 @@
 import { open, rename, stat, unlink } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { removeStaleTemporaries, temporaryPath } from '../store/sqlite/temporary-files.js';
+import { removeStaleTemporaries, temporaryPath } from '../store/temporary-files.js';
 
 /** Where an export goes: written in chunks, each awaited, so memory holds one chunk whatever the store's size. */
 export interface Sink {

@@ -109,6 +109,22 @@ test('http/ never imports a backend, a store wrapper or open.ts; webhooks/ never
   assert.deepEqual(crossing('src/webhooks', ['src/http', 'src/server.ts', 'src/cli', 'src/store/sqlite', 'src/store/postgres']), []);
 });
 
+test('cli/ reaches a store through open.ts and the store-level modules, never a backend\'s files (but the driver\'s report) or a wrapper', () => {
+  // open.ts opens and chooses the backend, inspect.ts reads one for doctor, files.ts holds what is done
+  // to a SQLite store's files (backup, the check that an output is none of them). driver.ts only says
+  // which better-sqlite3 this process runs, which doctor reports as server.ts logs it.
+  assert.deepEqual(crossing('src/cli', ['src/store/sqlite', 'src/store/postgres', 'src/store/wrappers']).filter((i) => !i.endsWith(' -> src/store/sqlite/driver.ts')), []);
+});
+
+test('transfer/ imports only domain/, the transfer interface, the temporary files, webhook registration\'s checks and itself', () => {
+  // A TransferableStore is opened for it (open.ts, by cli/): the export file never depends on a backend.
+  const allowed = ['src/transfer', 'src/domain', 'src/store/transfer.ts', 'src/store/temporary-files.ts', 'src/webhooks/register.ts'];
+  const others = [...GRAPH].flatMap(([file, targets]) =>
+    file.startsWith('src/transfer/') ? targets.filter((t) => !allowed.some((a) => t === a || t.startsWith(`${a}/`))).map((t) => `${file} -> ${t}`) : [],
+  );
+  assert.deepEqual(others, []);
+});
+
 test('packages/client imports only itself: no server code, no dependency, no Node.js module or global', () => {
   const files = SRC.filter((f) => f.startsWith('packages/client/src/'));
   assert.ok(files.includes('packages/client/src/index.ts'), 'the client package is where the layout says');

@@ -45,6 +45,9 @@ test('npm pack builds the server and ships bin/, dist/ with the migrations and t
   const needed = [
     'package.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'bin/plantstore.js', 'dist/cli/index.js', 'dist/client.js', 'dist/client.d.ts',
     'node_modules/@plantstore/client/package.json', 'node_modules/@plantstore/client/dist/index.js', 'node_modules/@plantstore/client/dist/index.d.ts',
+    // The SQLite worker threads: their CommonJS entry and their modules (src/store/sqlite/workers/start.ts).
+    'dist/store/sqlite/workers/entry.cjs',
+    ...['quick-check', 'checkpoint', 'wal-sync', 'backup-copy'].map((name) => `dist/store/sqlite/workers/${name}.js`),
   ];
   for (const file of needed) assert.ok(packed.files.includes(file), `${file} is in the tarball`);
   for (const backend of ['sqlite', 'postgres']) {
@@ -97,6 +100,8 @@ test('plantstore serve runs from the installed package: a token from its CLI, an
   assert.deepEqual(await listed.json(), [{ name: 'Monstera' }]);
   assert.equal((await fetch(`${url}/plants`)).status, 401, 'no token, no plants');
   assert.equal(await server.stop('SIGTERM'), 0, server.errors());
+  // The create was synced by the WAL sync thread; the checkpoint thread would log its failure to start.
+  assert.doesNotMatch(server.logs(), /"level":(50|60)/, 'nothing logged as an error');
 });
 
 // better-sqlite3 13, the driver where Node-API 10 exists (Node.js 22.14 and later, 24), carries its

@@ -1,10 +1,12 @@
 import { closeSync, existsSync, fsyncSync, linkSync, openSync, realpathSync, renameSync, statSync, unlinkSync } from 'node:fs';
-import { Worker } from 'node:worker_threads';
 import { basename, dirname, join, resolve } from 'node:path';
-import Database, { sqliteDriver } from './driver.js';
+import Database from './driver.js';
 import { errno, named, openFailure } from './errors.js';
 import { storeFileProblem } from './own-files.js';
-import { removeStaleTemporaries, temporaryPath } from './temporary-files.js';
+import { removeStaleTemporaries, temporaryPath } from '../temporary-files.js';
+import type { BackupCopyMessage } from './workers/backup-copy.js';
+import { startThread } from './workers/start.js';
+import { revived } from './workers/thread.js';
 
 export interface BackupOptions {
   /** Replace `out` if it exists (never the store itself or one of its companion files). */
@@ -150,46 +152,15 @@ export async function backupSqlite(path: string, out: string, { force = false, p
   return { path: final, bytes: statSync(final).size, plants, removedTemporaries };
 }
 
-/**
- * Runs in a worker thread: the copy. Its first step only starts the backup; the next copies every page
- * in one step, so one read transaction. Copied in small steps, every write the server commits in between
- * would restart it, and under steady writes it might never finish. That step blocks the thread it runs
- * on for as long as it copies, hence a thread of its own: the CLI's thread meanwhile counts the pages
- * written into the copy, for its progress line.
- */
-const COPY = `
-const { workerData, parentPort } = require('node:worker_threads');
-const Database = require(workerData.driver);
-let source;
-(async () => {
-  try {
-    source = new Database(workerData.store, { fileMustExist: true, timeout: workerData.timeoutMs });
-    const pageSize = source.pragma('page_size', { simple: true });
-    const copied = await source.backup(workerData.temporary, {
-      progress({ totalPages }) {
-        parentPort.postMessage({ started: { totalPages, pageSize } });
-        return 0x7fffffff;
-      },
-    });
-    parentPort.postMessage({ copied: { totalPages: copied.totalPages } });
-  } catch (error) {
-    parentPort.postMessage({ error: { code: error.code, message: error.message } });
-  } finally {
-    source?.close();
-  }
-})();`;
-
-type CopyMessage =
-  | { started: { totalPages: number; pageSize: number } }
-  | { copied: { totalPages: number } }
-  | { error: { code?: string; message: string } };
-
 /** How often the pages written into the copy are counted while it is made. */
 const COUNT_EVERY_MS = 250;
 
-/** Copies the store at `store` into `temporary` (see COPY); resolves with the pages copied. */
+/**
+ * Copies the store at `store` into `temporary` in a worker thread (workers/backup-copy.ts, which says
+ * why); resolves with the pages copied.
+ */
 async function copyPages(store: string, temporary: string, progress: BackupProgress | undefined): Promise<{ totalPages: number }> {
-  const worker = new Worker(COPY, { eval: true, workerData: { driver: sqliteDriver.path, store, temporary, timeoutMs: LOCKED_WAIT_MS } });
+  const worker = startThread('backup-copy', { store, temporary, timeoutMs: LOCKED_WAIT_MS });
   let pageSize = 0;
   let counted = 0;
   const count = (pages: number) => {
@@ -201,8 +172,8 @@ async function copyPages(store: string, temporary: string, progress: BackupProgr
     if (pageSize > 0) count(Math.floor((statSync(temporary, { throwIfNoEntry: false })?.size ?? 0) / pageSize));
   }, COUNT_EVERY_MS);
   try {
-    const answer = await new Promise<Exclude<CopyMessage, { started: unknown }>>((resolve, reject) => {
-      worker.on('message', (message: CopyMessage) => {
+    const answer = await new Promise<Exclude<BackupCopyMessage, { started: unknown }>>((resolve, reject) => {
+      worker.on('message', (message: BackupCopyMessage) => {
         if (!('started' in message)) return resolve(message);
         pageSize = message.started.pageSize;
         progress?.total(message.started.totalPages);
@@ -210,7 +181,7 @@ async function copyPages(store: string, temporary: string, progress: BackupProgr
       worker.once('error', reject);
       worker.once('exit', (code) => reject(new Error(`the backup's worker thread exited with code ${code}`)));
     });
-    if ('error' in answer) throw Object.assign(new Error(answer.error.message), { code: answer.error.code });
+    if ('error' in answer) throw revived(answer.error);
     count(answer.copied.totalPages);
     return answer.copied;
   } finally {

@@ -1,5 +1,6 @@
-import { Worker } from 'node:worker_threads';
-import { sqliteDriver } from './driver.js';
+import type { CheckpointReport } from './workers/checkpoint.js';
+import { startThread } from './workers/start.js';
+import { revived } from './workers/thread.js';
 
 /** SQLite's own default for wal_autocheckpoint: a checkpoint once the WAL holds this many frames not yet copied back. */
 export const CHECKPOINT_FRAMES = 1000;
@@ -24,63 +25,6 @@ export interface WalCheckpointer {
   close(): Promise<void>;
 }
 
-type Report = { ok: true } | { ok: false; code?: string; message: string; fatal: boolean };
-
-/**
- * Runs in a thread of its own, on a connection of its own; [0] of the shared Int32Array is set to 1 to
- * stop it. Every `check` ms it asks how many frames the WAL holds that are not yet in the database file
- * (NOOP, SQLite 3.51 and later: it answers without copying anything), and:
- *
- * - past `frames`, a PASSIVE checkpoint copies them back, holding back neither the writer nor a
- *   reader (a reader's snapshot still needs some: those wait for the next time);
- * - then a FULL one copies the frames committed meanwhile with the writer held off for that moment
- *   (timeout 0: if the writer is committing, it gives up and tries at the next check). The writer starts
- *   the WAL over only when every frame is copied back at the start of its transaction, which under
- *   load a PASSIVE checkpoint alone never achieves: the WAL would grow without end.
- *
- * synchronous=FULL (NORMAL does the same for a checkpoint): SQLite syncs the WAL before copying and the
- * database file after, so what the WAL made durable stays durable. Reports only changes (a failure, a
- * recovery), by message.
- */
-const CHECKPOINTER = `
-const { workerData, parentPort } = require('node:worker_threads');
-const Database = require(workerData.driver);
-const state = new Int32Array(workerData.state);
-const report = (error, fatal) => parentPort.postMessage(error === undefined ? { ok: true } : { ok: false, code: error.code, message: error.message, fatal });
-let db;
-try {
-  db = new Database(workerData.path, { fileMustExist: true, timeout: 0 });
-  db.pragma('synchronous = FULL');
-  // It reads no table: a few pages of cache are enough.
-  db.pragma('cache_size = 16');
-  const waiting = db.prepare('PRAGMA wal_checkpoint(NOOP)');
-  const passive = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
-  const full = db.prepare('PRAGMA wal_checkpoint(FULL)');
-  let failing = false;
-  while (Atomics.wait(state, 0, 0, workerData.check) === 'timed-out') {
-    try {
-      const { log, checkpointed } = waiting.get();
-      const pending = log - checkpointed;
-      if (pending >= workerData.frames) passive.get();
-      // Nothing copied since the WAL began (below the threshold), or everything (the writer starts over).
-      else if (checkpointed === 0 || pending === 0) continue;
-      full.get();
-      if (failing) report();
-      failing = false;
-    } catch (error) {
-      // Another connection is checkpointing (a CLI command's autocheckpoint) or holds a lock: the next
-      // check tries again (the test of errors.ts's isBusy, which an eval'd thread cannot import).
-      if (/^SQLITE_(BUSY|LOCKED)/.test(String(error.code))) continue;
-      if (!failing) report(error, false);
-      failing = true;
-    }
-  }
-} catch (error) {
-  report(error, true);
-} finally {
-  db?.close();
-}`;
-
 /**
  * Checkpoints the store's WAL in a thread of its own, so that the serving connection never does
  * (it runs with wal_autocheckpoint = 0). A checkpoint copies the WAL's frames back into the database
@@ -88,10 +32,10 @@ try {
  * 1,000 frames, so on the event loop, where every request in flight waited for it (an fsync of the
  * database file, about once a second under a steady write load).
  *
- * Same threshold as SQLite's default (`frames`, 1,000), checked every `checkMs` (see CHECKPOINTER for
- * how). Reads never wait for it; a write waits only while the last frames are copied and the file
- * synced (the FULL step), where before
- * every request in flight waited for the whole checkpoint.
+ * Same threshold as SQLite's default (`frames`, 1,000), checked every `checkMs` (see
+ * workers/checkpoint.ts for how). Reads never wait for it; a write waits only while the last frames are
+ * copied and the file synced (the FULL step), where before every request in flight waited for the whole
+ * checkpoint.
  */
 export function startCheckpointer(
   path: string,
@@ -100,18 +44,15 @@ export function startCheckpointer(
 ): WalCheckpointer {
   const shared = new SharedArrayBuffer(4);
   const state = new Int32Array(shared);
-  const worker = new Worker(CHECKPOINTER, {
-    eval: true,
-    workerData: { driver: sqliteDriver.path, path, state: shared, frames, check: checkMs },
-  });
+  const worker = startThread('checkpoint', { path, state: shared, frames, check: checkMs });
   // Never what keeps a process alive: close stops it.
   worker.unref();
   let closing = false;
   let fatal: Error | undefined;
   const exited = new Promise<void>((resolve) => {
-    worker.on('message', (r: Report) => {
+    worker.on('message', (r: CheckpointReport) => {
       if (r.ok) return events.recovered();
-      const error = Object.assign(new Error(r.message), { code: r.code });
+      const error = revived(r);
       if (r.fatal) fatal = error;
       else events.failed(error);
     });

@@ -46,7 +46,7 @@ export const sqliteDriver: {
   readonly specifier: string;
   /** Its package.json version, e.g. "13.2.0". */
   readonly version: string;
-  /** Its entry file: a worker thread requires this same file (file.ts's quick_check). */
+  /** Its entry file (the worker threads, store/sqlite/workers/, import this module and so load the same one). */
   readonly path: string;
   /** Set where Node-API 10 exists but the 13 driver is missing, so 12 runs where it may abort. */
   readonly warning: string | undefined;

@@ -1,8 +1,10 @@
 import { lstatSync, mkdirSync, readlinkSync, realpathSync, stat, statSync, type BigIntStats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { Worker } from 'node:worker_threads';
-import Database, { sqliteDriver } from './driver.js';
+import Database from './driver.js';
 import { corruptStore, currentUser, errno, isBusy, named, openFailure } from './errors.js';
+import type { QuickCheckAnswer } from './workers/quick-check.js';
+import { startThread } from './workers/start.js';
+import { revived } from './workers/thread.js';
 
 /**
  * Creates the store's directory and its missing parents. Not `mkdirSync(dir, { recursive: true })`:
@@ -106,37 +108,21 @@ export function takeServerLock(path: string, realPath: string): Database.Databas
   }
 }
 
-/** Runs in a worker thread: `PRAGMA quick_check` reads the whole file, seconds on a large store. */
-const QUICK_CHECK = `
-const { workerData, parentPort } = require('node:worker_threads');
-const Database = require(workerData.driver);
-let db;
-try {
-  db = new Database(workerData.path, { fileMustExist: true });
-  parentPort.postMessage({ problems: db.pragma('quick_check(5)').map((row) => row.quick_check) });
-} catch (error) {
-  parentPort.postMessage({ error: { code: error.code, message: error.message } });
-} finally {
-  db?.close();
-}`;
-
-type QuickCheckAnswer = { problems: string[] } | { error: { code?: string; message: string } };
-
 /**
  * Refuses a store that fails `PRAGMA quick_check` (b-tree structure, page and record format; not the
  * slower cross-checks of integrity_check), so that a damaged file stops start-up with a message
- * instead of answering 500 on the pages that happen to be broken. In a worker thread, so that the
- * server keeps answering /healthz meanwhile: about 0.5 s per million plants from the page cache.
+ * instead of answering 500 on the pages that happen to be broken. In a worker thread
+ * (workers/quick-check.ts), so that the server keeps answering /healthz meanwhile: about 0.5 s per
+ * million plants from the page cache.
  */
 export async function quickCheck(path: string, realPath: string): Promise<void> {
-  // The same driver as this thread's (driver.ts chose it), by its file.
-  const worker = new Worker(QUICK_CHECK, { eval: true, workerData: { driver: sqliteDriver.path, path: realPath } });
+  const worker = startThread('quick-check', { path: realPath });
   const answer = await new Promise<QuickCheckAnswer>((resolvePromise, reject) => {
     worker.once('message', resolvePromise);
     worker.once('error', reject);
     worker.once('exit', (code) => reject(new Error(`the quick_check worker exited with code ${code}`)));
   });
-  if ('error' in answer) throw openFailure(path, realPath, Object.assign(new Error(answer.error.message), { code: answer.error.code }));
+  if ('error' in answer) throw openFailure(path, realPath, revived(answer.error));
   if (answer.problems.join() === 'ok') return;
   // One line for the start-up message: rows may hold several lines, the first naming the schema.
   const lines = answer.problems.flatMap((p) => p.split('\n')).filter((l) => l !== '' && !l.startsWith('*** in database'));

@@ -1,5 +1,8 @@
 import { closeSync, fdatasyncSync, openSync } from 'node:fs';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import type { WalSyncAnswer, WalSyncRequest } from './workers/wal-sync.js';
+import { startThread } from './workers/start.js';
+import { revived } from './workers/thread.js';
 
 /** Makes the frames written to the WAL so far survive power loss. */
 export interface WalSync {
@@ -15,33 +18,6 @@ export interface WalSync {
   /** Stops what `sync` runs on; a sync still in flight is never answered. */
   close(): void;
 }
-
-/**
- * Runs in a thread of its own: fdatasync of the file named in each message, answered in order. Each
- * outcome is also written to the shared `state` before its message is posted: [1] 0 for success and 1 for
- * an error, then [0] the count of syncs done (Atomics: the main thread that reads the new count reads that
- * sync's outcome).
- */
-const WAL_SYNC = `
-const { parentPort, workerData } = require('node:worker_threads');
-const { closeSync, fdatasyncSync, openSync } = require('node:fs');
-const state = new Int32Array(workerData);
-parentPort.on('message', (path) => {
-  let fd;
-  try {
-    fd = openSync(path, 'r');
-    fdatasyncSync(fd);
-    Atomics.store(state, 1, 0);
-    Atomics.add(state, 0, 1);
-    parentPort.postMessage(null);
-  } catch (error) {
-    Atomics.store(state, 1, 1);
-    Atomics.add(state, 0, 1);
-    parentPort.postMessage({ code: error.code, message: error.message });
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-});`;
 
 /** fdatasync of the file at `path`, opened anew (so it is the file at that path now that is synced). */
 function syncFile(path: string): void {
@@ -59,7 +35,7 @@ function syncFile(path: string): void {
  * them. The file is opened anew for each sync, never kept open, so a file replaced since is not synced in
  * its stead.
  *
- * In a worker thread of its own, started at the first sync, rather than libuv's thread pool: that pool
+ * In a worker thread of its own (workers/wal-sync.ts), started at the first sync, rather than libuv's thread pool: that pool
  * (4 threads) also runs dns.lookup, and the webhook sender resolves the host names users register, so
  * a destination whose name server does not answer would hold the creates of every user back.
  *
@@ -82,18 +58,18 @@ export function walFileSync(walPath: string): WalSync {
   };
   const start = (): Worker => {
     const shared = new SharedArrayBuffer(8);
-    const w = new Worker(WAL_SYNC, { eval: true, workerData: shared });
+    const w = startThread('wal-sync', shared);
     state = new Int32Array(shared);
     answered = 0;
     read = 0;
-    w.on('message', (answer: { code?: string; message: string } | null) => {
+    w.on('message', (answer: WalSyncAnswer) => {
       if (worker !== w) return;
       // Answered already by poll: pass over.
       const done = ++read > answered ? waiting.shift() : undefined;
       if (done !== undefined) answered++;
       // Nothing else waits on the thread: let the process end (a CLI command) without stopping it.
       if (waiting.length === 0 && read >= answered) w.unref();
-      done?.(answer === null ? null : Object.assign(new Error(answer.message), { code: answer.code }));
+      done?.(answer === null ? null : revived(answer));
     });
     w.on('error', (error) => stopped(w, error));
     w.on('exit', (code) => stopped(w, new Error(`the WAL sync thread exited with code ${code}`)));
@@ -105,7 +81,7 @@ export function walFileSync(walPath: string): WalSync {
       waiting.push(done);
       // Held while a sync is in flight, so that the process waits for its answer.
       worker.ref();
-      worker.postMessage(walPath);
+      worker.postMessage(walPath satisfies WalSyncRequest);
     },
     poll() {
       // A failed sync is left to its message, which says why.

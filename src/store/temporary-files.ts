@@ -4,7 +4,8 @@ import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 
 /**
- * The hidden files `backup` and `export` write before renaming them into place. They hold token hashes
+ * The hidden files `backup` (sqlite/backup.ts) and `export` (transfer/sink.ts, from either backend) write
+ * before renaming them into place: a store-level module, not a backend's. They hold token hashes
  * and webhook signing secrets, and a process killed before it could remove its own (kill -9, a crash,
  * a power cut) used to leave one behind for good. So the name says who wrote it: this machine (a short
  * hash of the host name: a pid means nothing on another host sharing the directory, nor in another

@@ -30,6 +30,8 @@ const COUNT_QUEUED = render(D, countQueuedByOperationsSql(D));
 const LOCK_USER_QUEUE = "SELECT pg_advisory_xact_lock(hashtext('webhook-operations:' || $1))";
 const TEST_EVENT = render(D, insertTestEventSql(D));
 const ROTATE = render(D, rotateSecretSql(D));
+const DELETE_DELIVERIES = deleteEndpointDeliveries(D);
+const DELETE_ATTEMPTS = deleteEndpointAttempts(D);
 /** Tells the other instances on this store that events were queued (notify.ts), on commit. */
 const NOTIFY = notifyEventsSql('(SELECT 1) AS queued', '$1');
 
@@ -95,8 +97,8 @@ export class PostgresWebhooks implements WebhookStore {
         'webhook_delete', 'DELETE FROM webhook_endpoints WHERE id = $1 AND ($2::text IS NULL OR username = $2)', [id, user],
       );
       if (rowCount !== 1) return false;
-      await query('webhook_delete_deliveries', deleteEndpointDeliveries(this.#d), [id]);
-      await query('webhook_delete_attempts', deleteEndpointAttempts(this.#d), [id]);
+      await query('webhook_delete_deliveries', DELETE_DELIVERIES, [id]);
+      await query('webhook_delete_attempts', DELETE_ATTEMPTS, [id]);
       return true;
     });
   }

@@ -1,12 +1,14 @@
 // Runs the test suite once per backend: SQLite always, PostgreSQL when reachable. In CI (CI=true) an
-// unreachable PostgreSQL fails the run instead of skipping it. The two runs go at the same time: many
-// files spend most of their time waiting (for a server to start, a timer, a webhook receiver), and
-// one backend's files fill the other's waits. Meanwhile each prints a line per finished file
-// (scripts/test-progress.mjs); each run's full report is printed when it ends.
+// unreachable PostgreSQL fails the run instead of skipping it.
 //   test/{api,store,cli,process}/*.test.ts  both backends (test/helpers/app.ts picks the store from the environment)
 //   test/{unit,contract}/*.test.ts     no store of their own: once, in the SQLite run
 //   test/sqlite/*.test.ts              SQLite only (file paths, the default store)
 //   test/postgres/*.test.ts            PostgreSQL only (several instances, migrations racing, outages)
+//
+// Both backends' files share one pool of processes, one `node --test` per file: most files spend most
+// of their time waiting (for a process to start, a timer, a receiver), and another file computes
+// meanwhile. A line is printed as each file ends; the files' reports follow once all have ended, then
+// every failure again, together, and the counts.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,40 +16,17 @@ import { join } from 'node:path';
 import pg from 'pg';
 
 const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/test';
+/**
+ * Test files at once. On two cores, enough for one file's waits to be another's computing, few enough
+ * that a file's own timers do not slip.
+ */
+const FILES_AT_ONCE = 6;
 const files = (dir) => readdirSync(dir).filter((f) => f.endsWith('.test.ts')).sort().map((f) => `${dir}/${f}`);
 const only = process.argv.slice(2); // e.g. `npm test -- sqlite` runs one backend
-// Folders whose files take longest (real processes, packages) first, so that no long file starts last
-// while the others are done.
+// Folders whose files take longest (real processes, packages) first, so that no long file starts last.
 const BOTH = ['test/process', 'test/store', 'test/api', 'test/cli'].flatMap(files);
 const ONCE = ['test/contract', 'test/unit'].flatMap(files);
-
-const reports = mkdtempSync(join(tmpdir(), 'plantstore-test-reports-'));
-process.on('exit', () => rmSync(reports, { recursive: true, force: true }));
-
-/** One backend's run: node --test over its files; resolves to whether every test passed, and its report. */
-function run(backend, testFiles, databaseUrl) {
-  console.log(`=== ${backend} on Node ${process.version}: ${testFiles.length} test files ===`);
-  const report = join(reports, `${backend}.txt`);
-  const env = { ...process.env, PLANTSTORE_TEST_DATABASE_URL: databaseUrl, PLANTSTORE_TEST_RUN_LABEL: backend.padEnd(8) };
-  const args = [
-    '--import', 'tsx', '--test', '--test-concurrency=3',
-    '--test-reporter=spec', `--test-reporter-destination=${report}`,
-    '--test-reporter=./scripts/test-progress.mjs', '--test-reporter-destination=stdout',
-    ...testFiles,
-  ];
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'], env });
-    child.on('close', (code) => {
-      let text;
-      try {
-        text = readFileSync(report, 'utf8');
-      } catch (error) {
-        text = `no report from the ${backend} run: ${error.message}\n`;
-      }
-      resolve({ ok: code === 0, report: text });
-    });
-  });
-}
+const FILES = { sqlite: [...files('test/sqlite'), ...ONCE, ...BOTH], postgres: [...files('test/postgres'), ...BOTH] };
 
 async function reachable(url) {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
@@ -63,30 +42,81 @@ async function reachable(url) {
   }
 }
 
-const runs = {};
+const runs = {}; // backend → database URL ('' for SQLite), or false when it fails without running
+if (only.length === 0 || only.includes('sqlite')) runs.sqlite = '';
 if (only.length === 0 || only.includes('postgres')) {
   const url = process.env.PLANTSTORE_TEST_DATABASE_URL || DEFAULT_URL;
   if (await reachable(url)) {
-    runs.postgres = () => run('postgres', [...files('test/postgres'), ...BOTH], url);
+    runs.postgres = url;
   } else if (process.env.CI === 'true') {
     console.error('CI=true: the PostgreSQL run is required (.ci/run starts PostgreSQL first).');
-    runs.postgres = async () => ({ ok: false, report: '' });
+    runs.postgres = false;
   } else {
     console.warn('\nWARNING: the PostgreSQL run was SKIPPED. Start PostgreSQL or set PLANTSTORE_TEST_DATABASE_URL.');
   }
 }
-if (only.length === 0 || only.includes('sqlite')) {
-  runs.sqlite = () => run('sqlite', [...files('test/sqlite'), ...ONCE, ...BOTH], '');
+
+// One queue, the backends' files taken in turn, each in its own order.
+const jobs = [];
+const backends = Object.keys(runs).filter((b) => runs[b] !== false);
+for (let i = 0; backends.some((b) => i < FILES[b].length); i++) {
+  for (const backend of backends) if (i < FILES[backend].length) jobs.push({ backend, file: FILES[backend][i] });
 }
-const started = Object.fromEntries(Object.entries(runs).map(([backend, start]) => [backend, start()]));
-// Both reports in full once both runs ended, the SQLite one first, as when the runs went one after the other.
-const results = {};
-for (const backend of ['sqlite', 'postgres']) {
-  if (!(backend in started)) continue;
-  const { ok, report } = await started[backend];
-  console.log(`\n=== ${backend} on Node ${process.version}: the report ===`);
-  process.stdout.write(report);
-  results[backend] = ok;
+for (const backend of backends) console.log(`=== ${backend} on Node ${process.version}: ${FILES[backend].length} test files ===`);
+
+const reports = mkdtempSync(join(tmpdir(), 'plantstore-test-reports-'));
+process.on('exit', () => rmSync(reports, { recursive: true, force: true }));
+
+/** Runs one file with node --test; resolves when it ended, its report and counts read. */
+function runFile(job, index) {
+  const started = performance.now();
+  const report = join(reports, `${index}.txt`);
+  const env = { ...process.env, PLANTSTORE_TEST_DATABASE_URL: runs[job.backend] };
+  const args = ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-reporter-destination=${report}`, job.file];
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'], env });
+    child.on('close', (code) => {
+      let text;
+      try {
+        text = readFileSync(report, 'utf8');
+      } catch (error) {
+        text = `no report from ${job.file}: ${error.message}\n`;
+      }
+      const count = (name) => Number(new RegExp(`^ℹ ${name} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+      Object.assign(job, { ok: code === 0, text, tests: count('tests'), fail: count('fail'), seconds: (performance.now() - started) / 1000 });
+      console.log(`${job.backend.padEnd(8)} ${job.ok ? 'ok  ' : 'FAIL'} ${job.seconds.toFixed(1).padStart(6)} s  ${job.file} (${job.tests} tests)`);
+      resolve();
+    });
+  });
+}
+
+let next = 0;
+const worker = async () => {
+  while (next < jobs.length) {
+    const index = next++;
+    await runFile(jobs[index], index);
+  }
+};
+await Promise.all(Array.from({ length: FILES_AT_ONCE }, worker));
+
+// The reports, SQLite's files first, without each file's own closing list of failures: they are all
+// listed once below, where CI's log reader (.ci/run) looks for them.
+const FAILURES = /\n✖ failing tests:\n[\s\S]*$/;
+for (const backend of backends) {
+  console.log(`\n=== ${backend} on Node ${process.version}: the reports ===`);
+  for (const job of jobs.filter((j) => j.backend === backend)) process.stdout.write(job.text.replace(FAILURES, '\n'));
+}
+const failed = jobs.filter((j) => !j.ok);
+if (failed.length > 0) {
+  console.log('\n✖ failing tests:');
+  for (const job of failed) console.log(`\n(${job.backend}) ${FAILURES.exec(job.text)?.[0].replace('\n✖ failing tests:\n', '') ?? job.text.slice(-2000)}`);
+}
+const results = Object.fromEntries(Object.keys(runs).map((b) => [b, runs[b] !== false && jobs.every((j) => j.backend !== b || j.ok)]));
+for (const backend of backends) {
+  const mine = jobs.filter((j) => j.backend === backend);
+  const tests = mine.reduce((n, j) => n + j.tests, 0);
+  const fail = mine.reduce((n, j) => n + j.fail, 0);
+  console.log(`ℹ tests ${tests} (${backend}: ${mine.length} files, ${mine.filter((j) => !j.ok).length} failed)\nℹ pass ${tests - fail}\nℹ fail ${fail}`);
 }
 console.log(`\n=== Node ${process.version}: ${Object.entries(results).map(([b, ok]) => `${b}: ${ok ? 'passed' : 'FAILED'}`).join(', ')} ===`);
 process.exit(Object.values(results).every(Boolean) ? 0 : 1);

@@ -5,7 +5,7 @@
 //   test/sqlite/*.test.ts              SQLite only (file paths, the default store)
 //   test/postgres/*.test.ts            PostgreSQL only (several instances, migrations racing, outages)
 //
-// Both backends' files share one pool of processes, one `node --test` per file: most files spend most
+// Both backends' files share one pool of processes, one per file: most files spend most
 // of their time waiting (for a process to start, a timer, a receiver), and another file computes
 // meanwhile. A line is printed as each file ends; the files' reports follow once all have ended, then
 // every failure again, together, and the counts.
@@ -67,12 +67,15 @@ for (const backend of backends) console.log(`=== ${backend} on Node ${process.ve
 const reports = mkdtempSync(join(tmpdir(), 'plantstore-test-reports-'));
 process.on('exit', () => rmSync(reports, { recursive: true, force: true }));
 
-/** Runs one file with node --test; resolves when it ended, its report and counts read. */
+/**
+ * Runs one test file in a process of its own; resolves when it ended, its report and counts read. The
+ * file is the process's main module, without `--test`, which would start a second process to run it.
+ */
 function runFile(job, index) {
   const started = performance.now();
   const report = join(reports, `${index}.txt`);
   const env = { ...process.env, PLANTSTORE_TEST_DATABASE_URL: runs[job.backend] };
-  const args = ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-reporter-destination=${report}`, job.file];
+  const args = ['--import', 'tsx', '--test-reporter=spec', `--test-reporter-destination=${report}`, job.file];
   return new Promise((resolve) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'], env });
     child.on('close', (code) => {
@@ -99,12 +102,13 @@ const worker = async () => {
 };
 await Promise.all(Array.from({ length: FILES_AT_ONCE }, worker));
 
-// The reports, SQLite's files first, without each file's own closing list of failures: they are all
-// listed once below, where CI's log reader (.ci/run) looks for them.
+// The reports, SQLite's files first, without each file's counts (its line above has them) and its own
+// closing list of failures: they are all listed once below, where CI's log reader (.ci/run) looks.
 const FAILURES = /\n✖ failing tests:\n[\s\S]*$/;
+const COUNTS = /^ℹ tests \d+\n(ℹ \w+ [\d.]+\n)*/m;
 for (const backend of backends) {
   console.log(`\n=== ${backend} on Node ${process.version}: the reports ===`);
-  for (const job of jobs.filter((j) => j.backend === backend)) process.stdout.write(job.text.replace(FAILURES, '\n'));
+  for (const job of jobs.filter((j) => j.backend === backend)) process.stdout.write(job.text.replace(FAILURES, '\n').replace(COUNTS, ''));
 }
 const failed = jobs.filter((j) => !j.ok);
 if (failed.length > 0) {

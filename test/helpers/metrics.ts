@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { testDatabase, type TestDatabase } from './app.js';
-import { runCli, spawnServer, type SpawnedServer } from './process.js';
+import { cli } from './cli.js';
+import { spawnServer, type SpawnedServer } from './process.js';
 
 /** Shared by test/process/metrics.test.ts and test/postgres/metrics.test.ts. */
 
@@ -89,9 +90,10 @@ export async function serveWithMetrics(t: TestContext, env: Record<string, strin
   };
 }
 
+/** Issues a token as `plantstore token create` does, in this process: the server reads it from the store. */
 export async function token(db: TestDatabase, user: string, ...scopes: string[]): Promise<string> {
   const args = ['token', 'create', '--user', user, ...scopes.flatMap((s) => ['--scope', s])];
-  const { code, stdout, stderr } = await runCli(args, { DATABASE_URL: db.url });
+  const { code, stdout, stderr } = await cli(args, { env: { DATABASE_URL: db.url } });
   assert.equal(code, 0, stderr);
   return stdout.trim();
 }

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
@@ -12,6 +11,7 @@ import type { Store } from '../../src/store/store.js';
 import { exportStore, type ExportSummary } from '../../src/transfer/export.js';
 import { importStore, type ImportSummary } from '../../src/transfer/import.js';
 import { fileSink } from '../../src/transfer/sink.js';
+import { eventually } from './eventually.js';
 import { issueToken } from './tokens.js';
 import { allPages, bearer, create, silentLogger } from './app.js';
 
@@ -121,6 +121,7 @@ export async function seedEdgeStore(app: FastifyInstance, store: Store) {
   const bob = await token('bob', { expiresInMs: 86_400_000 });
   const revoked = await token('carol');
   const expired = await token('dave', { expiresInMs: 1 });
+  const daveIssued = Date.now();
   const carol = (await store.tokens.listTokens('carol'))[0]?.id as number;
   assert.ok(await store.tokens.revokeToken(carol));
   assert.equal((await register(app, alice, { url: 'http://127.0.0.1:9/alice', description: 'garden \u2028 sync 🌱' })).statusCode, 201);
@@ -129,6 +130,7 @@ export async function seedEdgeStore(app: FastifyInstance, store: Store) {
   await createEdgePlants(app, bob, ' (bob)');
   const claimed = await store.outbox.claimDeliveries({ instance: 'i1', limit: 1, perEndpoint: 1, busy: [], leaseMs: 3_600_000 });
   assert.equal(claimed.length, 1);
-  await sleep(5); // dave's token has expired
+  // dave's token has expired: it was issued before daveIssued, for 1 ms.
+  await eventually(() => (Date.now() > daveIssued + 1 ? true : undefined), 'dave\'s token to expire');
   return { admin, alice, bob, revoked, expired, claimedEventId: claimed[0]?.eventId as string };
 }

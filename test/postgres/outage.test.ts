@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { test, type TestContext } from 'node:test';
 import { buildApp } from '../../src/app.js';
 import { parseDatabaseUrl } from '../../src/config/database.js';
 import { openStore } from '../../src/store/open.js';
+import type { PoolStats } from '../../src/store/store.js';
 import { issueToken } from '../helpers/tokens.js';
 import { adminSql, BACKEND, create, errorBody, list, silentLogger, TEST_QUERY_TIMEOUT_MS, testDatabase } from '../helpers/app.js';
 import { cli } from '../helpers/cli.js';
+import { eventually } from '../helpers/eventually.js';
 import { spawnServer } from '../helpers/process.js';
 import { startProxy } from '../helpers/tcp-proxy.js';
 
@@ -15,30 +16,33 @@ if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TE
 
 /** An app on its own store at `url`, both closed when the test ends. */
 async function appOn(t: TestContext, url: string, poolSize: number) {
+  // The pool's state, as the metrics read it: what a test waits on when connections are cut.
+  let pool: () => PoolStats = () => assert.fail('the store made no pool');
   const store = await openStore(parseDatabaseUrl(url), {
     logger: silentLogger,
     poolSize,
     startupTimeoutMs: 5000,
     queryTimeoutMs: TEST_QUERY_TIMEOUT_MS,
+    observer: { committed: () => undefined, listCache: () => undefined, pool: (read) => (pool = read) },
   });
   const app = await buildApp({ store, logger: silentLogger });
   t.after(async () => {
     await app.close();
     await store.close();
   });
-  return { app, store };
+  return { app, store, pool: () => pool() };
 }
 
 /** An app whose every connection to PostgreSQL goes through a proxy the test controls. */
 async function appBehindProxy(t: TestContext) {
   const db = await testDatabase(t);
   const proxy = await startProxy(t, db.url);
-  const { app } = await appOn(t, proxy.via(db.url), 4);
+  const { app, pool } = await appOn(t, proxy.via(db.url), 4);
   // Tokens are issued directly, not through the proxy, as the CLI on another machine would.
   const direct = await openStore(db.config, { logger: silentLogger, poolSize: 1, startupTimeoutMs: 5000 });
   t.after(() => direct.close());
   const token = async (user: string) => (await issueToken(direct, { user })).secret;
-  return { app, proxy, token, db };
+  return { app, proxy, token, db, pool };
 }
 
 function assertUnavailable(res: Awaited<ReturnType<typeof list>>, label: string) {
@@ -70,13 +74,13 @@ test('database down: 503 50300 (never 401 for a token that could not be checked)
 });
 
 test('connections dropped mid-flight (a failover) are replaced: the next requests succeed', async (t) => {
-  const { app, proxy, token } = await appBehindProxy(t);
+  const { app, proxy, token, pool } = await appBehindProxy(t);
   const alice = await token('alice');
   for (let i = 0; i < 4; i++) assert.equal((await create(app, alice, { id: i, name: `p${i}` })).statusCode, 200);
   // Cut every pooled connection, then let new ones through at once.
   await proxy.set('refuse');
   await proxy.set('forward');
-  await sleep(50);
+  await eventually(() => (pool().total === 0 ? true : undefined), 'the cut connections to leave the pool');
   const statuses = [];
   for (let i = 4; i < 8; i++) statuses.push((await create(app, alice, { id: i, name: `p${i}` })).statusCode);
   // A request may meet a connection that died with the cut (503, retryable); later ones must succeed.
@@ -104,7 +108,7 @@ test('start-up waits for the database with a clear log line, answering 503 meanw
   await proxy.set('refuse');
   const server = spawnServer(t, { DATABASE_URL: proxy.via(db.url) });
   const url = await server.listening; // listening already, while the database refuses
-  while (!server.logs().includes('waiting for PostgreSQL')) await sleep(50);
+  await eventually(() => (server.logs().includes('waiting for PostgreSQL') ? true : undefined), server.logs);
   const line = JSON.parse(server.logs().split('\n').find((l) => l.includes('waiting for PostgreSQL')) ?? '{}');
   assert.equal(line.msg, `waiting for PostgreSQL at 127.0.0.1:${proxy.port}/test`);
   assert.match(line.reason, /ECONNREFUSED/);
@@ -150,16 +154,13 @@ async function appOnOwnDatabase(t: TestContext) {
     await adminSql(admin, `DROP ROLE IF EXISTS ${role}`);
   });
   /** Ends the store's open connections, so that its next request must open a new one. */
-  const disconnect = async () => {
-    for (;;) {
-      const [res] = await adminSql(
-        admin,
-        `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE datname = '${database}' AND application_name = 'plantstore'`,
-      );
-      if (res?.rows[0]?.n === 0) return;
-      await sleep(20);
-    }
-  };
+  const disconnect = () => eventually(async () => {
+    const [res] = await adminSql(
+      admin,
+      `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE datname = '${database}' AND application_name = 'plantstore'`,
+    );
+    return res?.rows[0]?.n === 0 ? true : undefined;
+  }, 'the store\'s connections to end');
   const sql = (...statements: string[]) => adminSql(admin, ...statements).then(() => undefined);
   const token = async (user: string) => (await issueToken(store, { user })).secret;
   return { app, database, role, sql, disconnect, token };
@@ -242,10 +243,11 @@ test('start-up with a login the database refuses exits 1 at once, saying why; a 
   // Connections not allowed (55000) is a state an operator sets and lifts: start-up waits it out.
   await adminSql(admin, `ALTER ROLE ${role} LOGIN`);
   const waiting = spawnServer(t, env);
-  while (!waiting.logs().includes('waiting for PostgreSQL')) {
+  await eventually(() => {
+    if (waiting.logs().includes('waiting for PostgreSQL')) return true;
     assert.equal(waiting.child.exitCode, null, `start-up gave up instead of waiting: ${waiting.logs()}`);
-    await sleep(50);
-  }
+    return undefined;
+  }, waiting.logs);
   assert.match(waiting.logs(), /does not allow connections|not currently accepting connections/);
   await adminSql(admin, `ALTER DATABASE ${database} ALLOW_CONNECTIONS true`);
   await waiting.ready;

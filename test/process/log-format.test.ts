@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { connect, createServer } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { test, type TestContext } from 'node:test';
 import { logFormatFor } from '../../src/logger.js';
 import { testDatabase } from '../helpers/app.js';
 import { cli } from '../helpers/cli.js';
+import { eventually } from '../helpers/eventually.js';
 import { BIN, FATAL, logLines, runCli, spawnServer } from '../helpers/process.js';
 
 /** A pretty line: local time with its offset, the level's name, the pid, the message. */
@@ -44,10 +44,11 @@ function serveRaw(t: TestContext, env: Record<string, string>) {
 async function until(done: () => boolean, exited: Promise<unknown>, what: () => string): Promise<void> {
   let ended = false;
   void exited.then(() => (ended = true));
-  while (!done()) {
+  await eventually(() => {
+    if (done()) return true;
     assert.ok(!ended, `the process ended first: ${what()}`);
-    await sleep(50);
-  }
+    return undefined;
+  }, what);
 }
 
 async function takenPort(t: TestContext): Promise<number> {
@@ -123,8 +124,12 @@ test('pretty lines logged just before process.exit are written: a second SIGTERM
   const socket = connect(port, '127.0.0.1');
   t.after(() => socket.destroy());
   await once(socket, 'connect');
+  // Answered once, the connection is one the server has accepted: the signal cannot overtake it.
+  let answer = '';
+  socket.on('data', (d) => (answer += d));
+  socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+  await until(() => answer.endsWith('{"status":"ok"}'), server.exited, () => answer);
   socket.write(`POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"id"`);
-  await sleep(200);
   server.child.kill('SIGTERM');
   await until(() => server.out().includes('shutting down'), server.exited, server.out);
   server.child.kill('SIGTERM');
@@ -212,7 +217,8 @@ test('a refused configuration or command line of serve: exit 2 and one fatal lin
   ] as const;
   for (const { args, env, format, message } of cases) {
     const label = `${JSON.stringify(env)} serve ${args.join(' ')}`;
-    const res = await runCli(['serve', ...args], { LOG_LEVEL: 'info', ...env });
+    // In-process: a refusal is logged and returned as the exit code before anything opens or listens.
+    const res = await cli(['serve', ...args], { env: { LOG_LEVEL: 'info', ...env } });
     assert.equal(res.code, 2, `${label}: ${res.stdout}${res.stderr}`);
     assert.equal(res.stderr, '', label);
     if (format === 'json') {

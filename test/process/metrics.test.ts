@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { readdirSync, readFileSync, readlinkSync, renameSync } from 'node:fs';
-import { test, type TestContext } from 'node:test';
+import { after, test, type TestContext } from 'node:test';
 import { ConfigError } from '../../src/config/error.js';
 import { loadConfig } from '../../src/config/load.js';
 import { Histogram, Registry } from 'prom-client';
@@ -11,7 +11,7 @@ import { HotHistogram } from '../../src/metrics/histogram.js';
 import { EVENT_LOOP_SAMPLE_MS, Metrics } from '../../src/metrics/metrics.js';
 import { reasonLabel } from '../../src/http/plugins/metrics.js';
 import { BACKEND, testDatabase } from '../helpers/app.js';
-import { has, json, parse, serveWithMetrics, token, value, type Sample } from '../helpers/metrics.js';
+import { has, json, parse, serveWithMetrics, token, value, type Running, type Sample } from '../helpers/metrics.js';
 import { spawnServer } from '../helpers/process.js';
 import { eventually } from '../helpers/eventually.js';
 import { receiver, sleep } from '../helpers/webhook-receiver.js';
@@ -35,6 +35,25 @@ function listeningPorts(pid: number): number[] {
     }
   }
   return ports.sort();
+}
+
+/**
+ * One server with metrics on, shared by the tests that only use it through its API and its scrapes (each
+ * reads what it caused as a difference between scrapes, so none depends on another having run or not).
+ * Started by the first test that asks, so that a test run on its own starts it too; stopped with the file.
+ * Authentication failures are not limited on it: one test sends many bad tokens on purpose.
+ */
+let shared: Promise<Running> | undefined;
+// What a test's context would do at the test's end, done at the file's: registered here, at load, since
+// an after() called while a test runs belongs to that test.
+const sharedCleanups: Array<() => unknown> = [];
+after(async () => {
+  for (const cleanup of sharedCleanups.reverse()) await cleanup();
+});
+function sharedServer(): Promise<Running> {
+  const fileScope = { after: (fn: () => unknown) => sharedCleanups.push(fn) } as unknown as TestContext;
+  shared ??= serveWithMetrics(fileScope, { AUTH_FAILURE_LIMIT: 'off' });
+  return shared;
 }
 
 test('METRICS_PORT and METRICS_HOST: empty is off, 0-65535, never PORT', () => {
@@ -92,8 +111,9 @@ test('metrics are off by default: no metrics listener, one listening port', { sk
   assert.equal((await fetch(`${api}/metrics`)).status, 404);
 });
 
-test('with METRICS_PORT, /metrics answers on a listener of its own in the text format; the API port answers 404', async (t) => {
-  const run = await serveWithMetrics(t);
+test('with METRICS_PORT, /metrics answers on a listener of its own in the text format; the API port answers 404', async () => {
+  const run = await sharedServer();
+  const before = await run.scrape();
   if (process.platform === 'linux') {
     assert.deepEqual(listeningPorts(run.server.child.pid as number), [Number(new URL(run.api).port), Number(new URL(run.metrics).port)].sort());
   }
@@ -122,12 +142,14 @@ test('with METRICS_PORT, /metrics answers on a listener of its own in the text f
   assert.equal(post.status, 405);
   assert.equal(post.headers.get('allow'), 'GET, HEAD');
   // A scrape is not an API request: only the API's 404 above was counted.
-  const requests = (await run.scrape()).filter((s) => s.name === 'plantstore_http_requests_total');
-  assert.deepEqual(requests.map((s) => [s.labels, s.value]), [[{ route: 'unmatched', method: 'GET', status_class: '4xx' }, 1]]);
+  const counted = (samples: Sample[]) => new Map(samples.filter((s) => s.name === 'plantstore_http_requests_total').map((s) => [JSON.stringify(s.labels), s.value]));
+  const [was, now] = [counted(before), counted(await run.scrape())];
+  const moved = [...now].filter(([labels, n]) => n !== (was.get(labels) ?? 0)).map(([labels, n]) => [JSON.parse(labels), n - (was.get(labels) ?? 0)]);
+  assert.deepEqual(moved, [[{ route: 'unmatched', method: 'GET', status_class: '4xx' }, 1]]);
 });
 
-test('requests, refusals, store operations, group commits, the list cache and the pool move as the API is used', async (t) => {
-  const run = await serveWithMetrics(t);
+test('requests, refusals, store operations, group commits, the list cache and the pool move as the API is used', async () => {
+  const run = await sharedServer();
   const secret = await token(run.db, 'alice');
   const reader = await token(run.db, 'rita', 'plants:read');
   const before = await run.scrape();
@@ -177,8 +199,8 @@ test('requests, refusals, store operations, group commits, the list cache and th
   }
 });
 
-test('label values stay bounded: many URLs, ids and tokens add no series', async (t) => {
-  const run = await serveWithMetrics(t, { AUTH_FAILURE_LIMIT: 'off' });
+test('label values stay bounded: many URLs, ids and tokens add no series', async () => {
+  const run = await sharedServer();
   const secret = await token(run.db, 'alice');
   const round = async () => {
     for (let i = 0; i < 25; i++) {
@@ -270,7 +292,7 @@ test('a scrape answers while the store is unavailable: store_up 0, no backlog ga
 });
 
 test('a metrics port in use fails start-up with one line naming it', async (t) => {
-  const run = await serveWithMetrics(t);
+  const run = await sharedServer();
   const port = new URL(run.metrics).port;
   const db = await testDatabase(t);
   const second = spawnServer(t, { DATABASE_URL: db.url, METRICS_PORT: port });

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { test, type TestContext } from 'node:test';
 import { newEndpointId, newWebhookSecret, type WebhookEndpoint } from '../../src/domain/webhook.js';
 import { openStore } from '../../src/store/open.js';
@@ -66,9 +65,10 @@ test('kill -9 during a stream of creates: after a restart, every acknowledged pl
       }
     };
     const clients = Array.from({ length: CLIENTS }, (_, c) => client(c));
-    // A random moment, once this round has had some creates acknowledged (a loaded machine is slow).
-    await sleep(300 + Math.random() * 1000);
-    await eventually(() => (acknowledged.length >= round * 60 ? true : undefined), 'creates acknowledged');
+    // A random moment, counted in this round's acknowledged creates rather than in time (a loaded machine
+    // is slow): at least 60 of them, so that every round creates under load.
+    const killAfter = acknowledged.length + 60 + Math.floor(Math.random() * 240);
+    await eventually(() => (acknowledged.length >= killAfter ? true : undefined), 'creates acknowledged');
     server.child.kill('SIGKILL');
     running = false;
     await Promise.all(clients);
@@ -123,7 +123,7 @@ test('SIGTERM: an attempt in flight that the receiver answers within the drain i
   assert.equal((await createPlant(server.url, token, 43, 'p43'))?.status, 200);
   await rx.waitFor(1);
   const exited = server.stop('SIGTERM');
-  await sleep(300);
+  await eventually(() => (server.logs().includes('"msg":"shutting down"') ? true : undefined), 'the drain to begin');
   // The receiver answers now, during the drain: the attempt finishes and is recorded before the store closes.
   rx.answerHanging(200);
   assert.equal(await exited, 0);

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { EVENT_ID_PATTERN, newEndpointId, newWebhookSecret, TEST_EVENT_BODY, type AttemptResult, type ClaimedDelivery } from '../../src/domain/webhook.js';
 import type { Store } from '../../src/store/store.js';
 import Database from '../../src/store/sqlite/driver.js';
 import { adminSql, BACKEND, testStore, type TestStore } from '../helpers/app.js';
+import { eventually } from '../helpers/eventually.js';
 import { issueToken } from '../helpers/tokens.js';
 
 // The webhook operations of the Store (update, rotate, resend, recover, test events), on every backend:
@@ -113,11 +113,13 @@ test('a previous secret past its overlap signs no claim, and the sweep erases it
   const db = await testStore(t);
   const { store } = db;
   const e = await addWebhook(store, 'alice');
-  await store.webhooks.rotateWebhookSecret(e.id, null, newWebhookSecret(), 200);
+  const rotated = await store.webhooks.rotateWebhookSecret(e.id, null, newWebhookSecret(), 200);
+  assert.ok(rotated);
   assert.equal(await previousSecretStored(db, e.id), true);
   await store.outbox.sweepWebhooks(new Date(0));
   assert.equal(await previousSecretStored(db, e.id), true, 'kept while its overlap runs');
-  await sleep(300);
+  const end = rotated.previousSecretExpiresAt.getTime();
+  await eventually(() => (Date.now() > end ? true : undefined), 'the overlap to end');
   await store.plants.createPlant('alice', { id: 1n, name: 'a' });
   const [claimed] = await claim(store);
   assert.deepEqual([claimed?.previousSecret, claimed?.previousSecretExpiresAt], [null, null]);
@@ -192,7 +194,9 @@ test('recoverWebhookEvents queues every failed event since a time again, oldest 
   const e = await addWebhook(store, 'alice');
   await store.plants.createPlant('alice', { id: 1n, name: 'old failure' });
   await record(store, await claim(store), 'failed');
-  await sleep(20);
+  // `since` must fall after the failure's time, at the clocks' millisecond resolution.
+  const failed = Date.now();
+  await eventually(() => (Date.now() > failed ? true : undefined), 'the clock to move on');
   const since = new Date();
   for (let i = 2n; i <= 6n; i++) await store.plants.createPlant('alice', { id: i, name: `p${i}` });
   const claimed = await claim(store);

@@ -28,6 +28,7 @@ import { LateStore } from './store/wrappers/late.js';
 import { requestLogger } from './http/plugins/request-logger.js';
 import { SECURITY_HEADERS, securityHeaders } from './http/plugins/security-headers.js';
 import { drainOnClose } from './http/plugins/shutdown.js';
+import { dedupingSerializers } from './http/serializers.js';
 
 /** The settings the HTTP layer uses; every one has the default of the configuration table. */
 export type HttpSettings = Pick<
@@ -151,6 +152,8 @@ export function createServer({ logger, ...overrides }: ServerOptions): FastifyIn
       // A NewPlant's id is decided on its literal and handed on as a bigint (http/plugins/json.ts).
       plugins: [exactInt64Keyword],
     },
+    // Fastify's serializer builder, with each distinct response schema built once per app (http/serializers.ts).
+    schemaController: { compilersFactory: { buildSerializer: dedupingSerializers() } },
   });
   // MAX_CONNECTIONS, MAX_CONNECTIONS_PER_ADDRESS, and idle connections closed early near the cap.
   const connections = limitConnections(app.server, settings, app.log);

@@ -4,7 +4,7 @@ type SerializerFactory = ReturnType<typeof SerializerSelector>;
 type Serializer = ReturnType<ReturnType<SerializerFactory>>;
 
 /** The JSON text of a schema (schemas are JSON), or undefined for a value JSON cannot hold (a bigint). */
-function jsonKey(value: unknown): string | undefined {
+export function jsonKey(value: unknown): string | undefined {
   try {
     return JSON.stringify(value);
   } catch {

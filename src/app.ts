@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import cors from '@fastify/cors';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions,
+} from 'fastify';
 import fp from 'fastify-plugin';
 import { DEFAULTS, type Config } from './config/load.js';
 import type { Store } from './store/store.js';
@@ -28,6 +30,7 @@ import { LateStore } from './store/wrappers/late.js';
 import { requestLogger } from './http/plugins/request-logger.js';
 import { SECURITY_HEADERS, securityHeaders } from './http/plugins/security-headers.js';
 import { drainOnClose } from './http/plugins/shutdown.js';
+import { dedupingSerializers } from './http/serializers.js';
 
 /** The settings the HTTP layer uses; every one has the default of the configuration table. */
 export type HttpSettings = Pick<
@@ -38,9 +41,19 @@ export type HttpSettings = Pick<
   | 'jwtIssuer' | 'jwtJwksUrl' | 'jwtAudience' | 'jwtAlgorithms' | 'jwtClockSkewMs' | 'jwtUserClaim' | 'jwtDefaultScopes'
 >;
 
+/** Fastify's builders of validators (Ajv) and serializers (fast-json-stringify). */
+export type SchemaCompilers = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>;
+
 /** What the Fastify instance itself is created with (server options: they cannot be set by a plugin). */
 export interface ServerOptions extends Partial<HttpSettings> {
   readonly logger: FastifyBaseLogger;
+  /**
+   * Builders to use instead of the app's own, for apps that share them: a builder keeps what it built
+   * (Ajv instances, each of which compiles the JSON Schema meta-schema; serializers), so apps given the
+   * same ones build each of those once between them. Tests give one pair to every app of a file; a
+   * server builds one app and needs none. Not a setting.
+   */
+  readonly schemaCompilers?: SchemaCompilers;
 }
 
 export interface PluginOptions extends Partial<HttpSettings> {
@@ -102,7 +115,7 @@ function logAccess(request: FastifyRequest, reply: FastifyReply, done: () => voi
  * The Fastify instance with its server options (fastify/demo's server.ts part): what only the
  * constructor can set. Everything else is the `plantstore` plugin.
  */
-export function createServer({ logger, ...overrides }: ServerOptions): FastifyInstance {
+export function createServer({ logger, schemaCompilers, ...overrides }: ServerOptions): FastifyInstance {
   const settings: HttpSettings = { ...DEFAULTS, ...overrides };
   // Per instance: two apps in one process (tests) count their own requests.
   let requestCount = 0;
@@ -151,6 +164,9 @@ export function createServer({ logger, ...overrides }: ServerOptions): FastifyIn
       // A NewPlant's id is decided on its literal and handed on as a bigint (http/plugins/json.ts).
       plugins: [exactInt64Keyword],
     },
+    // Fastify's serializer builder, with each distinct response schema built once per app (http/serializers.ts);
+    // without a validator builder, Fastify makes its own.
+    schemaController: { compilersFactory: { ...schemaCompilers, buildSerializer: schemaCompilers?.buildSerializer ?? dedupingSerializers() } },
   });
   // MAX_CONNECTIONS, MAX_CONNECTIONS_PER_ADDRESS, and idle connections closed early near the cap.
   const connections = limitConnections(app.server, settings, app.log);

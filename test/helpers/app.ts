@@ -14,6 +14,7 @@ import { createLogger } from '../../src/logger.js';
 import { openStore } from '../../src/store/open.js';
 import Database from '../../src/store/sqlite/driver.js';
 import type { Store } from '../../src/store/store.js';
+import { sharedSchemaCompilers } from './compilers.js';
 import { issueToken } from './tokens.js';
 
 /**
@@ -144,6 +145,9 @@ export interface TokenOptions {
   expiresInMs?: number;
 }
 
+/** Every app of this file (this process) shares Fastify's schema builders: see compilers.ts. */
+const SCHEMA_COMPILERS = sharedSchemaCompilers();
+
 export interface TestApp extends TestStore {
   readonly app: FastifyInstance;
   /** Issues a token the way `plantstore token create` does and returns its secret. */
@@ -159,7 +163,7 @@ export interface TestAppOptions extends Omit<AppOptions, 'store' | 'logger'> {
 export async function testApp(t: TestContext, { logStream, ...options }: TestAppOptions = {}, existing?: TestStore): Promise<TestApp> {
   const ts = existing ?? (await testStore(t));
   const logger = logStream ? createLogger('info', logStream) : silentLogger;
-  const app = await buildApp({ ...options, logger, store: ts.store });
+  const app = await buildApp({ schemaCompilers: SCHEMA_COMPILERS, ...options, logger, store: ts.store });
   t.after(() => app.close());
   const token = async (user: string, o: TokenOptions = {}) => (await issueToken(ts.store, { user, ...o })).secret;
   return { ...ts, app, token };

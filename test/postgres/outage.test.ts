@@ -15,7 +15,7 @@ if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TE
 
 /** An app on its own store at `url`, both closed when the test ends. */
 async function appOn(t: TestContext, url: string, poolSize: number) {
-  const store = await openStore(parseDatabaseUrl(url), {
+  const store = await openStore(parseDatabaseUrl(url, process.cwd()), {
     logger: silentLogger,
     poolSize,
     startupTimeoutMs: 5000,

@@ -12,7 +12,7 @@ import { exitCode, NOBODY, serve, tempDir } from '../helpers/sqlite-spawn.js';
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 
 const options = { logger: silentLogger, poolSize: 1, startupTimeoutMs: 1000, server: true };
-const sqlite = (path: string) => parseDatabaseUrl(`sqlite:${path}`);
+const sqlite = (path: string) => parseDatabaseUrl(`sqlite:${path}`, process.cwd());
 
 test('the server lock holds whatever path names the store: a symlink to it, a relative symlink, a path through ..', async (t) => {
   const dir = tempDir(t);

@@ -3,25 +3,26 @@ import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { runCli } from '../helpers/process.js';
+import { cli } from '../helpers/cli.js';
 
+/** A directory of its own, as a process started in it sees it: symlinks resolved (a process's cwd has none). */
 function tempDir(t: TestContext): string {
-  const dir = mkdtempSync(join(tmpdir(), 'plantstore-cli-'));
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'plantstore-cli-')));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
 
 test('migrate creates the store, directory included, where DATABASE_URL points (relative to the working directory)', async (t) => {
   const dir = tempDir(t);
-  const res = await runCli(['migrate'], { DATABASE_URL: 'sqlite:./nested/dir/store.db' }, dir);
+  const res = await cli(['migrate'], { env: { DATABASE_URL: 'sqlite:./nested/dir/store.db' }, cwd: dir });
   assert.equal(res.code, 0, res.stderr);
   assert.ok(existsSync(join(dir, 'nested/dir/store.db')));
-  assert.equal((await runCli(['migrate'], { DATABASE_URL: 'sqlite:./nested/dir/store.db' }, dir)).code, 0, 'idempotent');
+  assert.equal((await cli(['migrate'], { env: { DATABASE_URL: 'sqlite:./nested/dir/store.db' }, cwd: dir })).code, 0, 'idempotent');
 });
 
 test('the default store is ./data/plantstore.db, created on first start', async (t) => {
   const dir = tempDir(t);
-  const res = await runCli(['token', 'create', '--user', 'alice'], { DATABASE_URL: undefined }, dir);
+  const res = await cli(['token', 'create', '--user', 'alice'], { env: { DATABASE_URL: undefined }, cwd: dir });
   assert.equal(res.code, 0, res.stderr);
   assert.ok(existsSync(join(dir, 'data/plantstore.db')));
 });
@@ -31,14 +32,14 @@ test('a CLI run in another directory says on stderr which store it used, and tha
   const otherDir = join(serverDir, 'elsewhere');
   mkdirSync(otherDir);
   const env = { DATABASE_URL: undefined };
-  assert.equal((await runCli(['migrate'], env, serverDir)).code, 0);
+  assert.equal((await cli(['migrate'], { env, cwd: serverDir })).code, 0);
   const store = join(realpathSync(serverDir), 'data/plantstore.db');
-  const here = await runCli(['token', 'create', '--user', 'alice'], env, serverDir);
+  const here = await cli(['token', 'create', '--user', 'alice'], { env, cwd: serverDir });
   assert.equal(here.code, 0, here.stderr);
   assert.ok(here.stderr.startsWith(`using sqlite:${store}\n`), here.stderr);
   assert.doesNotMatch(here.stderr, /creating a new one/);
 
-  const elsewhere = await runCli(['token', 'create', '--user', 'alice'], env, otherDir);
+  const elsewhere = await cli(['token', 'create', '--user', 'alice'], { env, cwd: otherDir });
   assert.equal(elsewhere.code, 0, elsewhere.stderr);
   const other = join(realpathSync(otherDir), 'data/plantstore.db');
   assert.ok(elsewhere.stderr.startsWith(`using sqlite:${other}\nno store at ${other} yet: creating a new one`), elsewhere.stderr);

@@ -8,16 +8,17 @@ import { cli } from '../helpers/cli.js';
 import { fatalMessages, runCli, startServer } from '../helpers/process.js';
 import { tempDir } from '../helpers/transfer.js';
 
-// The settings file as a user runs it: `--config FILE` on any command, PLANTSTORE_CONFIG for serve. What
-// depends on the working directory (a store made where none should be) or on serve starting runs as a
-// process; the rest in-process, here and in test/cli/config-file.test.ts.
+// The settings file as a user runs it: `--config FILE` on any command, PLANTSTORE_CONFIG for serve. Serve
+// runs as a process, and so does reading a FIFO or a device, which a regression would hang or grow
+// without bound; the rest in-process, in a working directory of its own where a store made where none
+// should be would show, here and in test/cli/config-file.test.ts.
 
 test('serve reads its settings from PLANTSTORE_CONFIG, and migrate from --config: the store the file names is used', async (t) => {
   const dir = tempDir(t);
   const db = await testDatabase(t);
   const file = join(dir, 'plantstore.env');
   writeFileSync(file, `# the store\nDATABASE_URL="${db.url}"\nLOG_LEVEL=info # comment\n`);
-  const migrated = await runCli(['migrate', '--config', file], { DATABASE_URL: undefined }, dir);
+  const migrated = await cli(['migrate', '--config', file], { env: { DATABASE_URL: undefined }, cwd: dir });
   assert.equal(migrated.code, 0, migrated.stderr);
   assert.match(migrated.stdout, /migrations? .*; the \w+ store is up to date/);
   assert.ok(!existsSync(join(dir, 'data')), 'not the default store');
@@ -40,7 +41,7 @@ test('a settings file with an unknown key or a bad value stops every command wit
     [['--config', join(dir, 'missing.env'), 'doctor', '--json'], undefined],
     [['migrate', '--config', join(dir, 'missing.env')], `cannot read the settings file ${join(dir, 'missing.env')}: no such file`],
   ] as Array<[string[], string | undefined]>) {
-    const res = await runCli(args, env, dir);
+    const res = await cli(args, { env, cwd: dir });
     if (message === undefined) {
       // doctor reports a refused configuration as a finding, with exit 1.
       assert.equal(res.code, 1, res.stderr);
@@ -64,7 +65,7 @@ test('a settings file with an unknown key or a bad value stops every command wit
     [['migrate', '--config', typo, '--config', bad], /^plantstore: --config is given twice; one settings file is read/],
   ];
   for (const [args, message] of cases) {
-    const res = await runCli(args, env, dir);
+    const res = await cli(args, { env, cwd: dir });
     assert.equal(res.code, 2, args.join(' '));
     assert.match(res.stderr, message, args.join(' '));
   }

@@ -10,5 +10,5 @@ try {
 }
 // exitCode, not exit(): `serve` returns while the server keeps running.
 process.exitCode = await cli.main(process.argv.slice(2), {
-  env: process.env, stdout: process.stdout, stderr: process.stderr, stdin: () => process.stdin,
+  env: process.env, stdout: process.stdout, stderr: process.stderr, stdin: () => process.stdin, cwd: process.cwd(),
 });

@@ -92,7 +92,7 @@ export function mixPlants(): MixPlant[] {
 
 /** The store's migrations, one token per user, and the cursor key made now, so that copies of a SQLite store share it. */
 async function prepareMixStore(databaseUrl: string): Promise<string[]> {
-  const store = await openStore(parseDatabaseUrl(databaseUrl), { logger: createLogger('silent'), poolSize: 1, startupTimeoutMs: 5000 });
+  const store = await openStore(parseDatabaseUrl(databaseUrl, process.cwd()), { logger: createLogger('silent'), poolSize: 1, startupTimeoutMs: 5000 });
   try {
     await store.secrets.cursorKey();
     const tokens: string[] = [];

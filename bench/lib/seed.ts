@@ -18,7 +18,7 @@ const plantOf = (i: number) => ({ owner: userName(i % USERS), id: i, name: `plan
 
 /** Runs the store's own migrations, then issues the bench user's token; returns the token secret. */
 async function prepareStore(databaseUrl: string): Promise<string> {
-  const store = await openStore(parseDatabaseUrl(databaseUrl), { logger: createLogger('silent'), poolSize: 1, startupTimeoutMs: 5000 });
+  const store = await openStore(parseDatabaseUrl(databaseUrl, process.cwd()), { logger: createLogger('silent'), poolSize: 1, startupTimeoutMs: 5000 });
   try {
     return (await issueToken(store, { user: BENCH_USER, name: 'bench' })).secret;
   } finally {
@@ -106,7 +106,7 @@ export const UNUSED_WEBHOOK_URL = 'https://receiver.bench.invalid/hook';
 
 /** Registers one webhook endpoint of `user` (the bench user by default), receiving their new plants, as POST /webhooks would. */
 export async function registerWebhook(databaseUrl: string, url: string, user = BENCH_USER): Promise<void> {
-  const store = await openStore(parseDatabaseUrl(databaseUrl), { logger: createLogger('silent'), poolSize: 1, startupTimeoutMs: 5000 });
+  const store = await openStore(parseDatabaseUrl(databaseUrl, process.cwd()), { logger: createLogger('silent'), poolSize: 1, startupTimeoutMs: 5000 });
   try {
     const made = await store.webhooks.createWebhook(
       { id: newEndpointId(), user, allUsers: false, url, description: 'bench', secret: newWebhookSecret() },

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { describeStore } from '../config/database.js';
 import { loadDatabaseConfig } from '../config/load.js';
@@ -69,7 +70,7 @@ export async function backupCommand(args: string[], cli: Cli): Promise<void> {
   if (values.help) return void cli.print(BACKUP_HELP);
   const quiet = values.quiet ?? false;
   if (values.out === undefined || values.out === '') throw new UsageError('backup needs --out FILE');
-  const { database } = loadDatabaseConfig(values['database-url'], cli.env);
+  const { database } = loadDatabaseConfig(values['database-url'], cli.env, cli.cwd);
   if (database.kind !== 'sqlite') {
     throw new UsageError(
       'backup copies SQLite stores; back up PostgreSQL with its own tools: pg_dump --format=custom --file=plantstore.dump "$DATABASE_URL" ' +
@@ -79,7 +80,7 @@ export async function backupCommand(args: string[], cli: Cli): Promise<void> {
   if (!quiet) cli.warn(`using ${describeStore(database, 'url')}`);
   const { backupSqlite } = await import('../store/files.js');
   const progress = startProgress({ label: 'backing up', unit: 'pages', quiet, stream: cli.stderr });
-  const copy = await withProgress(progress, () => backupSqlite(database.path, values.out as string, { force: values.force ?? false, progress }));
+  const copy = await withProgress(progress, () => backupSqlite(database.path, resolve(cli.cwd, values.out as string), { force: values.force ?? false, progress }));
   progress.done(copy.removedTemporaries.length > 0 ? [`removed what interrupted backups or exports had left beside ${copy.path}: ${copy.removedTemporaries.join(', ')}`] : []);
   if (!quiet) cli.print(`Backed up ${describeStore(database, 'url')} to ${copy.path}: ${copy.bytes} bytes, ${copy.plants} plants, integrity_check ok.`);
 }
@@ -110,13 +111,13 @@ export async function exportCommand(args: string[], cli: Cli): Promise<void> {
   if (out === '-' && cli.stdout.isTTY === true) {
     throw new UsageError('export writes the whole store, webhook secrets included, to stdout: redirect it to a file, or give --out FILE');
   }
-  const { database } = loadDatabaseConfig(values['database-url'], cli.env);
+  const { database } = loadDatabaseConfig(values['database-url'], cli.env, cli.cwd);
   if (database.kind === 'sqlite') {
     // As backup does: renamed over the -wal (or the store, or its lock), the file would take every
     // acknowledged write with it at the next crash. stdout too may have been redirected there (a
     // stdout without a descriptor, a test's stream, is no file).
     const { storeFileProblem } = await import('../store/files.js');
-    const target = out === '-' ? cli.stdout.fd : out;
+    const target = out === '-' ? cli.stdout.fd : resolve(cli.cwd, out);
     const problem = target === undefined ? undefined : storeFileProblem(target, database.path);
     if (problem !== undefined) throw new Error(`cannot export to ${out === '-' ? 'stdout' : out}: ${problem}`);
   }
@@ -127,7 +128,8 @@ export async function exportCommand(args: string[], cli: Cli): Promise<void> {
     (location, options) => openTransferStore(location, { ...options, importing: false }),
     async (store) => {
       const progress = startProgress({ label: 'exporting', unit: 'records', quiet, stream: cli.stderr });
-      const summary = await withProgress(progress, () => runExport(store, out, progress.log, { force: values.force ?? false, progress, stdout: cli.stdout }));
+      const options = { cwd: cli.cwd, force: values.force ?? false, progress, stdout: cli.stdout };
+      const summary = await withProgress(progress, () => runExport(store, out, progress.log, options));
       progress.done(summary);
     },
     { mustExist: true, quiet },
@@ -158,7 +160,7 @@ export async function importCommand(args: string[], cli: Cli): Promise<void> {
   const [path, ...extra] = positionals;
   if (path === undefined || path === '' || extra.length > 0) throw new UsageError('import needs one FILE (written by "plantstore export"; - for stdin)');
   const { openImportFile, readImportHeader, runImport } = await import('../transfer/import.js');
-  const file = await openImportFile(path, cli.stdin ?? (() => Readable.from([])));
+  const file = await openImportFile(path, cli.stdin ?? (() => Readable.from([])), cli.cwd);
   try {
     // Before the store opens: a file that is not an export creates no store.
     const source = await readImportHeader(file.input);

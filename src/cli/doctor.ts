@@ -1,4 +1,5 @@
 import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { pino } from 'pino';
 import { describeStore } from '../config/database.js';
 import { ConfigError } from '../config/error.js';
@@ -87,7 +88,7 @@ function settingFindings(settings: Settings, findings: Finding[]): void {
       const value = settings.given[o.env];
       return o.show !== undefined && settings.sources[o.env]?.kind === 'file' && value !== undefined && urlHoldsSecret(value);
     }).map((o: OptionInfo) => o.env);
-    if (secrets.length > 0 && (statSync(settings.file).mode & 0o004) !== 0) {
+    if (secrets.length > 0 && (statSync(resolve(settings.cwd, settings.file)).mode & 0o004) !== 0) {
       findings.push({
         check: 'settings', status: 'attention',
         message: `${settings.file} holds a password (in ${secrets.join(', ')}) and every user of this machine can read it (chmod 600, or 640 for the server's group)`,
@@ -95,7 +96,7 @@ function settingFindings(settings: Settings, findings: Finding[]): void {
     }
   }
   for (const { o, value, source } of changedSettings(settings)) {
-    findings.push({ check: 'setting', status: 'note', message: `${o.env}=${shownValue(o, value)} (from ${sourceName(source)})` });
+    findings.push({ check: 'setting', status: 'note', message: `${o.env}=${shownValue(o, value, settings.cwd)} (from ${sourceName(source)})` });
   }
 }
 
@@ -154,7 +155,7 @@ export async function doctorCommand(args: string[], cli: Cli): Promise<number> {
   const report: Record<string, unknown> = { settingsFile: null, settings: [], store: null, webhooks: null, identityProvider: null };
   let settings: Settings | undefined;
   try {
-    settings = loadSettings({ 'database-url': values['database-url'] }, cli.env);
+    settings = loadSettings({ 'database-url': values['database-url'] }, cli.env, cli.cwd);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     findings.push({ check: 'settings', status: 'attention', message: `refused: ${error.message}` });
@@ -164,7 +165,7 @@ export async function doctorCommand(args: string[], cli: Cli): Promise<number> {
     settingFindings(settings, findings);
     report.settingsFile = settings.file;
     report.settings = changedSettings(settings).map(({ o, value, source }) => ({
-      name: o.env, value: shownValue(o, value), source: source.kind, ...(source.kind === 'file' ? { file: source.file, line: source.line } : {}),
+      name: o.env, value: shownValue(o, value, settings.cwd), source: source.kind, ...(source.kind === 'file' ? { file: source.file, line: source.line } : {}),
     }));
     const location = describeStore(config.database, 'url');
     if (config.database.kind === 'sqlite' && sqliteDriver.warning) findings.push({ check: 'store', status: 'attention', message: sqliteDriver.warning });

@@ -76,7 +76,7 @@ export function serveHelp(settings?: Settings | string, width = HELP_WIDTH): str
     const source = settings.sources[o.env];
     const value = settings.given[o.env];
     if (source === undefined || source.kind === 'default' || value === undefined) return [];
-    return wrap(`now: ${value === '' ? '(empty)' : shownValue(o, value)} (from ${oneLine(sourceName(source))})`, textWidth);
+    return wrap(`now: ${value === '' ? '(empty)' : shownValue(o, value, settings.cwd)} (from ${oneLine(sourceName(source))})`, textWidth);
   };
   const rows = OPTIONS.map((o: OptionInfo, i) => {
     const text = [

@@ -1,7 +1,7 @@
 // What a command reads and writes besides its arguments, given to it rather than taken from the process:
-// bin/plantstore.js passes the process's own, a test passes its streams and environment and runs the
-// command in its own process. A command reads no process.env, writes through no console, and never
-// exits; main returns the exit code.
+// bin/plantstore.js passes the process's own, a test passes its streams, environment and working
+// directory and runs the command in its own process. A command reads no process.env nor process.cwd(),
+// writes through no console, and never exits; main returns the exit code.
 
 /**
  * Where a command writes: process.stdout or stderr, or a test's stream. A terminal is known by the
@@ -21,6 +21,12 @@ export interface CliIo {
    * and no other command needs one. Without it, `import -` reads nothing (an empty file).
    */
   readonly stdin?: () => NodeJS.ReadableStream;
+  /**
+   * The working directory: what every relative path is relative to (the default store, --config, export
+   * and import files, backup's --out). bin/plantstore.js gives the process's own; a test, a directory of
+   * its own, so that a command it runs in its own process needs no process of its own to have one.
+   */
+  readonly cwd: string;
 }
 
 /** What each command is given: main's streams and environment, with a line writer for each stream. */

@@ -28,9 +28,9 @@ function flagsOf(args: string[]): Record<string, string | undefined> {
 }
 
 /** What `serve --help` shows of the settings in effect: them, or why they are refused. */
-function settingsOrRefusal(flags: Readonly<Record<string, string | undefined>>, env: Cli['env']): Settings | string {
+function settingsOrRefusal(flags: Readonly<Record<string, string | undefined>>, env: Cli['env'], cwd: string): Settings | string {
   try {
-    return loadSettings(flags, env);
+    return loadSettings(flags, env, cwd);
   } catch (error) {
     if (error instanceof ConfigError) return error.message;
     throw error;
@@ -57,10 +57,10 @@ export async function serveCommand(args: string[], cli: Cli): Promise<void> {
   try {
     const { values } = parse(args, SERVE_FLAGS);
     const flags = Object.fromEntries(OPTIONS.map((o) => [o.flag, values[o.flag] as string | undefined]));
-    if (values.help) return void cli.print(serveHelp(settingsOrRefusal(flags, cli.env), helpWidth(cli.stdout)));
-    config = loadConfig(flags, cli.env);
+    if (values.help) return void cli.print(serveHelp(settingsOrRefusal(flags, cli.env, cli.cwd), helpWidth(cli.stdout)));
+    config = loadConfig(flags, cli.env, cli.cwd);
   } catch (error) {
-    const settings = loadLogConfig(flagsOf(args), cli.env);
+    const settings = loadLogConfig(flagsOf(args), cli.env, cli.cwd);
     const refused = error instanceof OptionError ? new OptionError(error.withHelp('serve')) : error;
     throw fatal(streamLogger(settings.logLevel, settings.logFormat, cli.stdout), refused, error instanceof UsageError || error instanceof ConfigError, 2);
   }

@@ -34,7 +34,7 @@ export async function withOpenedStore<S extends Store, T>(
   use: (store: S) => Promise<T>,
   { mustExist: mustExistOption = false, missing, onMigrated, quiet = false }: StoreUse = {},
 ): Promise<T> {
-  const config = loadDatabaseConfig(databaseUrl, cli.env);
+  const config = loadDatabaseConfig(databaseUrl, cli.env, cli.cwd);
   // A relative default means a CLI run from another directory finds another store, or makes a new one
   // whose tokens the server never sees: say which store this is, and when it is new.
   if (!quiet) cli.warn(`using ${describeStore(config.database, 'url')}`);

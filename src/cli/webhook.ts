@@ -70,7 +70,7 @@ export async function webhookAdd(args: string[], cli: Cli): Promise<void> {
   if (userProblem) throw new UsageError(`user name ${userProblem}`);
   // WEBHOOK_ALLOW_PRIVATE and WEBHOOK_MAX_PER_USER, as the server reads them; checked before the store
   // opens, so that a refused URL creates no store.
-  const config = loadConfig({ 'database-url': values['database-url'] }, cli.env);
+  const config = loadConfig({ 'database-url': values['database-url'] }, cli.env, cli.cwd);
   const settings = { allowPrivate: config.webhookAllowPrivate, maxPerUser: config.webhookMaxPerUser };
   const urlProblem = endpointUrlProblem(url, settings.allowPrivate);
   if (urlProblem) throw new UsageError(`--url ${urlProblem.reason}${urlProblem.privateAddress ? ' (WEBHOOK_ALLOW_PRIVATE=on allows it)' : ''}`);
@@ -201,7 +201,7 @@ export async function webhookUpdate(args: string[], cli: Cli): Promise<void> {
   if (url === undefined && description === undefined && !enable && !disable) {
     throw new UsageError('webhook update needs something to change: --url, --description, --enable or --disable');
   }
-  const config = loadConfig({ 'database-url': values['database-url'] }, cli.env);
+  const config = loadConfig({ 'database-url': values['database-url'] }, cli.env, cli.cwd);
   const urlProblem = url === undefined ? null : endpointUrlProblem(url, config.webhookAllowPrivate);
   if (urlProblem) throw new UsageError(`--url ${urlProblem.reason}${urlProblem.privateAddress ? ' (WEBHOOK_ALLOW_PRIVATE=on allows it)' : ''}`);
   const problem = description === undefined ? null : descriptionProblem(description);

@@ -1,4 +1,5 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { nearestName } from '../domain/nearest.js';
 import { ConfigError } from './error.js';
 
@@ -81,10 +82,10 @@ function openRefusal(error: unknown): string {
  * makes opening a FIFO return at once instead of waiting for a writer. The read stops one byte past the
  * bound, in case the file grew since the fstat.
  */
-function readBounded(path: string): string {
+function readBounded(path: string, cwd: string): string {
   let fd: number;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+    fd = openSync(resolve(cwd, path), constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch (error) {
     throw new ConfigError(`cannot read the settings file ${path}: ${openRefusal(error)}`);
   }
@@ -111,7 +112,7 @@ function readBounded(path: string): string {
   }
 }
 
-/** Reads and parses the settings file at `path`. */
-export function readSettingsFile(path: string, known: readonly string[]): SettingsFile {
-  return parseSettings(readBounded(path), path, known);
+/** Reads and parses the settings file at `path`, relative to `cwd` unless absolute; messages name it as given. */
+export function readSettingsFile(path: string, known: readonly string[], cwd: string): SettingsFile {
+  return parseSettings(readBounded(path, cwd), path, known);
 }

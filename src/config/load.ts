@@ -52,6 +52,8 @@ export interface Settings {
   readonly given: Readonly<Record<string, string>>;
   /** The settings file read, as it was named; null when none was. */
   readonly file: string | null;
+  /** The working directory they were read in: what a relative path among them is relative to. */
+  readonly cwd: string;
 }
 
 /** How a source is named in messages, doctor and `serve --help`. */
@@ -68,20 +70,27 @@ export function sourceName(source: SettingSource): string {
 
 const KNOWN_VARIABLES = OPTIONS.map((o) => o.env);
 
-/** The settings file that `env` names (PLANTSTORE_CONFIG), read; undefined when it names none. */
-function settingsFileOf(env: NodeJS.ProcessEnv): SettingsFile | undefined {
+/**
+ * The settings file that `env` names (PLANTSTORE_CONFIG), read; undefined when it names none. A relative
+ * name is relative to `cwd`.
+ */
+function settingsFileOf(env: NodeJS.ProcessEnv, cwd: string): SettingsFile | undefined {
   const path = env[CONFIG_FILE_VARIABLE];
-  return path === undefined || path === '' ? undefined : readSettingsFile(path, KNOWN_VARIABLES);
+  return path === undefined || path === '' ? undefined : readSettingsFile(path, KNOWN_VARIABLES, cwd);
 }
 
-/** Flags win over the environment, which wins over the settings file, which wins over defaults. */
-export function loadConfig(flags: Readonly<Record<string, string | undefined>> = {}, env: NodeJS.ProcessEnv = process.env): Config {
-  return loadSettings(flags, env).config;
+/**
+ * Flags win over the environment, which wins over the settings file, which wins over defaults. `cwd` is
+ * the command's working directory (the CLI's io.cwd), given rather than read from the process, so that
+ * a command run in a test's process finds the files its own directory holds.
+ */
+export function loadConfig(flags: Readonly<Record<string, string | undefined>>, env: NodeJS.ProcessEnv, cwd: string): Config {
+  return loadSettings(flags, env, cwd).config;
 }
 
 /** loadConfig, with where each value came from. */
-export function loadSettings(flags: Readonly<Record<string, string | undefined>> = {}, env: NodeJS.ProcessEnv = process.env): Settings {
-  const file = settingsFileOf(env);
+export function loadSettings(flags: Readonly<Record<string, string | undefined>>, env: NodeJS.ProcessEnv, cwd: string): Settings {
+  const file = settingsFileOf(env, cwd);
   const given: Record<string, string> = {};
   const sources: Record<string, SettingSource> = {};
   for (const o of OPTIONS) {
@@ -117,7 +126,7 @@ export function loadSettings(flags: Readonly<Record<string, string | undefined>>
       const { refusal, option } = refusalOf(error, given);
       throw located(refusal, option);
     }
-    return { config: configOf(raw, located, refuseTogether), sources, given, file: file?.name ?? null };
+    return { config: configOf(raw, cwd, located, refuseTogether), sources, given, file: file?.name ?? null, cwd };
   } catch (error) {
     throw error instanceof ConfigError ? asTyped(error, OPTIONS.filter((o) => flags[o.flag] !== undefined)) : error;
   }
@@ -126,13 +135,14 @@ export function loadSettings(flags: Readonly<Record<string, string | undefined>>
 /** The settings from validated raw text: each option's parse, in table order. */
 function configOf(
   raw: Record<string, unknown>,
+  cwd: string,
   located: (error: ConfigError, o: OptionInfo) => ConfigError,
   refuseTogether: (message: string, about: readonly string[]) => ConfigError,
 ): Config {
   const config: Partial<Record<TableOption['key'], unknown>> = {};
   for (const o of OPTIONS) {
     try {
-      config[o.key] = o.parse(String(raw[o.env]));
+      config[o.key] = o.parse(String(raw[o.env]), cwd);
     } catch (error) {
       throw error instanceof ConfigError ? located(error, o) : error;
     }
@@ -154,15 +164,20 @@ function refusalOf(error: unknown, given: Readonly<Record<string, string>>): { r
   return { refusal: new ConfigError(o.refusal(given[o.env] ?? o.default)), option: o };
 }
 
-/** Every setting at its default, from the table (options.ts); the HTTP layer's defaults come from here. */
-export const DEFAULTS: Config = loadConfig({}, {});
+/**
+ * Every setting at its default but the store's place, from the table (options.ts); the HTTP layer's
+ * defaults come from here. The default store path is relative, so only a command's working directory
+ * places it: read here, the root stands in for one, and the store is left out.
+ */
+export const DEFAULTS: Omit<Config, 'database'> = (({ database: _unplaced, ...rest }: Config) => rest)(loadConfig({}, {}, '/'));
 
 /** Only the database settings, for commands that need nothing else (token, migrate). */
 export function loadDatabaseConfig(
   databaseUrlFlag: string | undefined,
-  env: NodeJS.ProcessEnv = process.env,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
 ): Pick<Config, 'database' | 'databasePoolSize' | 'databaseStartupTimeoutMs' | 'logFormat'> {
-  const config = loadConfig({ 'database-url': databaseUrlFlag }, env);
+  const config = loadConfig({ 'database-url': databaseUrlFlag }, env, cwd);
   return {
     database: config.database, databasePoolSize: config.databasePoolSize, databaseStartupTimeoutMs: config.databaseStartupTimeoutMs,
     logFormat: config.logFormat,
@@ -175,20 +190,22 @@ export function loadDatabaseConfig(
  */
 export function loadLogConfig(
   flags: Readonly<Record<string, string | undefined>>,
-  env: NodeJS.ProcessEnv = process.env,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
 ): Pick<Config, 'logLevel' | 'logFormat'> {
   let file: SettingsFile | undefined;
   try {
-    file = settingsFileOf(env);
+    file = settingsFileOf(env, cwd);
   } catch {
     // The file is refused (that is then what is logged): its two settings are read where they can be.
   }
-  const one = <K extends 'logLevel' | 'logFormat'>(key: K): Config[K] => {
+  const defaults: Pick<Config, 'logLevel' | 'logFormat'> = DEFAULTS;
+  const one = <K extends 'logLevel' | 'logFormat'>(key: K): (typeof defaults)[K] => {
     const o = OPTIONS.find((candidate) => candidate.key === key) as OptionInfo;
     try {
-      return loadConfig({ [o.flag]: flags[o.flag] }, { [o.env]: env[o.env] ?? file?.settings.get(o.env)?.value })[key];
+      return loadConfig({ [o.flag]: flags[o.flag] }, { [o.env]: env[o.env] ?? file?.settings.get(o.env)?.value }, cwd)[key];
     } catch {
-      return DEFAULTS[key];
+      return defaults[key];
     }
   };
   return { logLevel: one('logLevel'), logFormat: one('logFormat') };

@@ -27,12 +27,16 @@ interface Option<K extends string, T> {
   readonly default: string;
   readonly help: string;
   readonly values?: OptionValues;
-  /** How the value is shown (doctor, `serve --help`) when it may hold a secret: with the secret masked. */
-  readonly show?: (value: string) => string;
+  /**
+   * How the value is shown (doctor, `serve --help`) when it may hold a secret: with the secret masked.
+   * `cwd` as parse's.
+   */
+  readonly show?: (value: string, cwd: string) => string;
   readonly schema: TSchema;
   /** The message when the text does not have the schema's shape; it names the variable. */
   refusal(value: string): string;
-  parse(value: string): T;
+  /** `cwd`: the working directory of the command, what a relative path in the value is relative to. */
+  parse(value: string, cwd: string): T;
 }
 
 /**
@@ -221,7 +225,7 @@ function metricsPortRefusal(value: string): string {
 /** An option whose flag is its variable's name in kebab case (DATABASE_URL → --database-url). */
 function option<K extends string, T>(
   key: K, env: string, def: string, help: string,
-  rest: Pick<Option<K, T>, 'schema' | 'refusal' | 'parse'> & { values?: OptionValues; show?: (value: string) => string },
+  rest: Pick<Option<K, T>, 'schema' | 'refusal' | 'parse' | 'show'> & { values?: OptionValues },
 ): Option<K, T> {
   return { key, env, flag: env.toLowerCase().replaceAll('_', '-'), default: def, help, ...rest };
 }
@@ -307,7 +311,10 @@ export function allowedValues(o: OptionInfo): string | undefined {
   }
 }
 
-/** A setting's text as it may be shown: a password in it masked, control characters escaped (shown.ts). */
-export function shownValue(o: OptionInfo, value: string): string {
-  return oneLine(o.show === undefined ? value : o.show(value));
+/**
+ * A setting's text as it may be shown: a password in it masked, control characters escaped (shown.ts).
+ * `cwd` as the settings were read with.
+ */
+export function shownValue(o: OptionInfo, value: string, cwd: string): string {
+  return oneLine(o.show === undefined ? value : o.show(value, cwd));
 }

@@ -67,9 +67,10 @@ export function describeCounts(c: TransferCounts): string {
  * so that stdout carries the export alone. Returns the summary lines.
  */
 export async function runExport(
-  store: TransferableStore, out: string, log: (line: string) => void, { force = false, progress, stdout }: { force?: boolean; progress?: TransferProgress; stdout?: NodeJS.WritableStream } = {},
+  store: TransferableStore, out: string, log: (line: string) => void,
+  { cwd, force = false, progress, stdout }: { cwd: string; force?: boolean; progress?: TransferProgress; stdout?: NodeJS.WritableStream },
 ): Promise<string[]> {
-  const sink = out === '-' ? streamSink(stdout ?? process.stdout, 'stdout') : await fileSink(out, { force, log });
+  const sink = out === '-' ? streamSink(stdout ?? process.stdout, 'stdout') : await fileSink(out, { cwd, force, log });
   const summary = await exportStore(store, sink, progress);
   const lines = [`exported ${describeCounts(summary.counts)} to ${sink.name} in ${summary.seconds.toFixed(1)} s (snapshot of ${summary.exportedAt.toISOString()})`];
   if (summary.counts.webhooks > 0) {

@@ -1,4 +1,5 @@
 import { open, type FileHandle } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import type { BatchResult, Conflict, StoreTransfer, TransferableStore } from '../store/transfer.js';
 import { decodeHeader, decodeLine, FormatError, type Decoded } from './decode.js';
 import { COUNT_OF, KINDS, type Header, type Kind } from './format.js';
@@ -163,13 +164,18 @@ export function describeImport({ tallies }: ImportSummary, skipConflicts: boolea
 }
 
 /** The file to import, opened before the store is (so a mistyped name creates no empty store); "-" is stdin. */
-export async function openImportFile(path: string, stdin: () => NodeJS.ReadableStream = () => process.stdin): Promise<{ readonly name: string; readonly input: AsyncIterable<Buffer>; close(): Promise<void> }> {
+/** The file to import (relative to `cwd`, the command's working directory), or stdin for `-`. */
+export async function openImportFile(
+  path: string, stdin: () => NodeJS.ReadableStream, cwd: string,
+): Promise<{ readonly name: string; readonly input: AsyncIterable<Buffer>; close(): Promise<void> }> {
   if (path === '-') return { name: 'stdin', input: stdin() as AsyncIterable<Buffer>, close: async () => undefined };
   let handle: FileHandle;
+  const target = resolve(cwd, path);
   try {
-    handle = await open(path, 'r');
+    handle = await open(target, 'r');
   } catch (error) {
-    throw new Error(`cannot read ${path}: ${(error as Error).message}`);
+    // The system's message quotes the path opened: the file is named there too as the user gave it.
+    throw new Error(`cannot read ${path}: ${(error as Error).message.replace(`'${target}'`, `'${path}'`)}`);
   }
   return { name: path, input: handle.createReadStream({ autoClose: false }), close: () => handle.close() };
 }

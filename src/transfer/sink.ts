@@ -52,8 +52,11 @@ function chunked(name: string, flush: (chunk: string) => Promise<void>, finish: 
  * into as it is: renaming over it would replace a device or a pipe with a plain file (run as root,
  * `--out /dev/null` used to leave every other process without a /dev/null).
  */
-export async function fileSink(path: string, { force = false, log = (_line: string): void => undefined } = {}): Promise<Sink> {
-  const target = resolve(path);
+export async function fileSink(
+  path: string, { cwd, force = false, log = (_line: string): void => undefined }: { cwd: string; force?: boolean; log?: (line: string) => void },
+): Promise<Sink> {
+  // Relative to the command's working directory; messages name the file as it was given.
+  const target = resolve(cwd, path);
   const existing = await stat(target).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return undefined;
     throw error;

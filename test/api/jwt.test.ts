@@ -278,7 +278,7 @@ test('RATE_LIMIT counts a JWT user\'s requests together, whichever of their JWTs
 
 test('configuration: JWT_AUDIENCE is required with a provider; none and HMAC are refused in JWT_ALGORITHMS', () => {
   const refused = (env: Record<string, string>, message: RegExp) =>
-    assert.throws(() => loadConfig({}, env), (e: unknown) => e instanceof ConfigError && message.test(e.message), JSON.stringify(env));
+    assert.throws(() => loadConfig({}, env, process.cwd()), (e: unknown) => e instanceof ConfigError && message.test(e.message), JSON.stringify(env));
   refused({ JWT_ISSUER: 'https://idp.example/realms/x' }, /JWT_AUDIENCE is required/);
   refused({ JWT_JWKS_URL: 'https://idp.example/jwks' }, /JWT_AUDIENCE is required/);
   for (const alg of ['HS256', 'HS512', 'none']) {
@@ -291,7 +291,7 @@ test('configuration: JWT_AUDIENCE is required with a provider; none and HMAC are
   const config = loadConfig({}, {
     JWT_ISSUER: 'https://idp.example/realms/x', JWT_AUDIENCE: 'account', JWT_ALGORITHMS: 'ES256, EdDSA',
     JWT_CLOCK_SKEW: '2m', JWT_USER_CLAIM: 'preferred_username', JWT_DEFAULT_SCOPES: 'plants:read plants:write',
-  });
+  }, process.cwd());
   assert.deepEqual(
     [config.jwtIssuer, config.jwtAudience, config.jwtAlgorithms, config.jwtClockSkewMs, config.jwtUserClaim, config.jwtDefaultScopes],
     ['https://idp.example/realms/x', 'account', ['ES256', 'EdDSA'], 120_000, 'preferred_username', ['plants:read', 'plants:write']],

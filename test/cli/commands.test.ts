@@ -187,7 +187,7 @@ test('serve --help prints aligned columns: each option with its variable, defaul
 test('every command that opens a store names it on stderr; stdout keeps only the output', async (t) => {
   const db = await testDatabase(t);
   const env = { DATABASE_URL: db.url };
-  const using = `using ${describeStore(parseDatabaseUrl(db.url), 'url')}\n`;
+  const using = `using ${describeStore(parseDatabaseUrl(db.url, process.cwd()), 'url')}\n`;
   const created = await cli(['token', 'create', '--user', 'alice'], { env });
   assert.equal(created.code, 0, created.stderr);
   assert.ok(created.stderr.startsWith(using), created.stderr);

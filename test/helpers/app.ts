@@ -71,7 +71,7 @@ export async function testDatabase(t: TestContext): Promise<TestDatabase> {
     const url = withSchema(POSTGRES_URL, schema);
     return {
       url,
-      config: parseDatabaseUrl(url),
+      config: parseDatabaseUrl(url, process.cwd()),
       sql: (statement) => adminSql(url, statement).then(() => undefined),
       async holdWriteLock() {
         const client = new pg.Client({ connectionString: url });
@@ -92,7 +92,7 @@ export async function testDatabase(t: TestContext): Promise<TestDatabase> {
   const raw = () => new Database(path);
   return {
     url,
-    config: parseDatabaseUrl(url),
+    config: parseDatabaseUrl(url, process.cwd()),
     async sql(statement) {
       const db = raw();
       db.exec(statement);

@@ -19,6 +19,11 @@ export interface InProcessOptions {
   readonly env?: Record<string, string | undefined>;
   /** What `import -` reads. */
   readonly stdin?: string | Buffer;
+  /**
+   * The command's working directory, what its relative paths (the default store, --config, export and
+   * import files) are relative to; default: this process's.
+   */
+  readonly cwd?: string;
 }
 
 /**
@@ -28,7 +33,7 @@ export interface InProcessOptions {
  * (its --help and refusals are fine), nor what only a process shows: signals, a terminal, exit codes as
  * the shell sees them (test/process/).
  */
-export async function cli(args: string[], { env = {}, stdin }: InProcessOptions = {}): Promise<CliResult> {
+export async function cli(args: string[], { env = {}, stdin, cwd = process.cwd() }: InProcessOptions = {}): Promise<CliResult> {
   const stdout = collector();
   const stderr = collector();
   const code = await main(args, {
@@ -36,6 +41,7 @@ export async function cli(args: string[], { env = {}, stdin }: InProcessOptions 
     stdout: stdout.stream,
     stderr: stderr.stream,
     stdin: () => Readable.from(stdin === undefined ? [] : [Buffer.from(stdin)]),
+    cwd,
   });
   return { code, stdout: stdout.text(), stderr: stderr.text() };
 }

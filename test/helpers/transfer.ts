@@ -28,7 +28,7 @@ const OPEN = { logger: silentLogger, poolSize: 2, startupTimeoutMs: 5000 };
 export async function exportTo(config: DatabaseConfig, path: string): Promise<ExportSummary> {
   const store = await openTransferStore(config, { ...OPEN, importing: false });
   try {
-    return await exportStore(store, await fileSink(path));
+    return await exportStore(store, await fileSink(path, { cwd: process.cwd() }));
   } finally {
     await store.close();
   }

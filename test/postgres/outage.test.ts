@@ -14,11 +14,14 @@ import { startProxy } from '../helpers/tcp-proxy.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 
+/** The database a URL names: the suite's is whichever PLANTSTORE_TEST_DATABASE_URL names, `test` by default. */
+const databaseName = (url: string) => new URL(url).pathname.slice(1);
+
 /** An app on its own store at `url`, both closed when the test ends. */
 async function appOn(t: TestContext, url: string, poolSize: number) {
   // The pool's state, as the metrics read it: what a test waits on when connections are cut.
   let pool: () => PoolStats = () => assert.fail('the store made no pool');
-  const store = await openStore(parseDatabaseUrl(url), {
+  const store = await openStore(parseDatabaseUrl(url, process.cwd()), {
     logger: silentLogger,
     poolSize,
     startupTimeoutMs: 5000,
@@ -110,7 +113,7 @@ test('start-up waits for the database with a clear log line, answering 503 meanw
   const url = await server.listening; // listening already, while the database refuses
   await eventually(() => (server.logs().includes('waiting for PostgreSQL') ? true : undefined), server.logs);
   const line = JSON.parse(server.logs().split('\n').find((l) => l.includes('waiting for PostgreSQL')) ?? '{}');
-  assert.equal(line.msg, `waiting for PostgreSQL at 127.0.0.1:${proxy.port}/test`);
+  assert.equal(line.msg, `waiting for PostgreSQL at 127.0.0.1:${proxy.port}/${databaseName(db.url)}`);
   assert.match(line.reason, /ECONNREFUSED/);
   assert.equal((await fetch(`${url}/healthz`)).status, 200, 'alive');
   for (const path of ['/readyz', '/plants']) {
@@ -132,7 +135,7 @@ test('start-up gives up after DATABASE_STARTUP_TIMEOUT with a clear message and 
   await proxy.set('refuse');
   const server = spawnServer(t, { DATABASE_URL: proxy.via(db.url), DATABASE_STARTUP_TIMEOUT: '2s' });
   assert.equal(await server.exited, 1);
-  assert.match(server.fatal(), new RegExp(`PostgreSQL at 127.0.0.1:${proxy.port}/test did not accept connections within 2s`));
+  assert.match(server.fatal(), new RegExp(`PostgreSQL at 127.0.0.1:${proxy.port}/${databaseName(db.url)} did not accept connections within 2s`));
 });
 
 /**

@@ -18,7 +18,7 @@ async function cli(args: string[], databaseUrl: string): Promise<string> {
 test('SQLite → PostgreSQL → SQLite with the real CLI: every listing identical, tokens made before the move work on a server after it', async (t) => {
   const dir = tempDir(t);
   const sqliteUrl = `sqlite:${join(dir, 'before.db')}`;
-  const source = await appOn(t, parseDatabaseUrl(sqliteUrl), { webhookAllowPrivate: true });
+  const source = await appOn(t, parseDatabaseUrl(sqliteUrl, process.cwd()), { webhookAllowPrivate: true });
   const { admin, alice, bob, revoked, expired } = await seedEdgeStore(source.app, source.store);
   const before = await apiView(source.app, admin, [alice, bob]);
   // The server stops taking writes before the move (docs/backups.md), and goes away.
@@ -53,6 +53,6 @@ test('SQLite → PostgreSQL → SQLite with the real CLI: every listing identica
   const third = join(dir, 'back-to-sqlite.ndjson');
   await cli(['export', '--out', third], afterUrl);
   assert.equal(records(third), records(first));
-  const back = await appOn(t, parseDatabaseUrl(afterUrl));
+  const back = await appOn(t, parseDatabaseUrl(afterUrl, process.cwd()));
   assert.deepEqual(await apiView(back.app, admin, [alice, bob]), before, 'back on SQLite');
 });

@@ -25,7 +25,7 @@ const DELIVERED_WITHIN_MS = 5000;
 async function instance(t: TestContext, db: TestDatabase, name: string, observer?: StoreObserver): Promise<Store> {
   const url = new URL(db.url);
   url.searchParams.set('application_name', name);
-  const store = await openStore(parseDatabaseUrl(url.toString()), { logger: silentLogger, poolSize: 2, startupTimeoutMs: 5000, observer });
+  const store = await openStore(parseDatabaseUrl(url.toString(), process.cwd()), { logger: silentLogger, poolSize: 2, startupTimeoutMs: 5000, observer });
   t.after(() => store.close());
   return store;
 }

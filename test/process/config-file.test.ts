@@ -5,31 +5,20 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { testDatabase } from '../helpers/app.js';
 import { cli } from '../helpers/cli.js';
-import { fatalMessages, runCli, startServer, type CliResult } from '../helpers/process.js';
+import { fatalMessages, runCli, startServer } from '../helpers/process.js';
 import { tempDir } from '../helpers/transfer.js';
 
-// The settings file as a user runs it: `--config FILE` on any command, PLANTSTORE_CONFIG for serve. What
-// needs serve to start, or a bound on a read that could hang or grow the process, runs as a process; the
-// rest in-process, here and in test/cli/config-file.test.ts. What depends on the working directory (a
-// store made where none should be) runs in-process with the working directory set, as runCli's cwd.
-
-/** The in-process CLI run in `dir`, as a process started there: relative store paths resolve in it. */
-async function cliIn(dir: string, args: string[], env: Record<string, string | undefined>): Promise<CliResult> {
-  const was = process.cwd();
-  process.chdir(dir);
-  try {
-    return await cli(args, { env });
-  } finally {
-    process.chdir(was);
-  }
-}
+// The settings file as a user runs it: `--config FILE` on any command, PLANTSTORE_CONFIG for serve. Serve
+// runs as a process, and so does reading a FIFO or a device, which a regression would hang or grow
+// without bound; the rest in-process, in a working directory of its own where a store made where none
+// should be would show, here and in test/cli/config-file.test.ts.
 
 test('serve reads its settings from PLANTSTORE_CONFIG, and migrate from --config: the store the file names is used', async (t) => {
   const dir = tempDir(t);
   const db = await testDatabase(t);
   const file = join(dir, 'plantstore.env');
   writeFileSync(file, `# the store\nDATABASE_URL="${db.url}"\nLOG_LEVEL=info # comment\n`);
-  const migrated = await cliIn(dir, ['migrate', '--config', file], { DATABASE_URL: undefined });
+  const migrated = await cli(['migrate', '--config', file], { env: { DATABASE_URL: undefined }, cwd: dir });
   assert.equal(migrated.code, 0, migrated.stderr);
   assert.match(migrated.stdout, /migrations? .*; the \w+ store is up to date/);
   assert.ok(!existsSync(join(dir, 'data')), 'not the default store');
@@ -52,7 +41,7 @@ test('a settings file with an unknown key or a bad value stops every command wit
     [['--config', join(dir, 'missing.env'), 'doctor', '--json'], undefined],
     [['migrate', '--config', join(dir, 'missing.env')], `cannot read the settings file ${join(dir, 'missing.env')}: no such file`],
   ] as Array<[string[], string | undefined]>) {
-    const res = await cliIn(dir, args, env);
+    const res = await cli(args, { env, cwd: dir });
     if (message === undefined) {
       // doctor reports a refused configuration as a finding, with exit 1.
       assert.equal(res.code, 1, res.stderr);
@@ -65,7 +54,7 @@ test('a settings file with an unknown key or a bad value stops every command wit
   }
   assert.ok(!existsSync(join(dir, 'data')) && !existsSync(join(dir, 'x.db')), 'no store was created');
 
-  const serve = await cliIn(dir, ['serve', '--config', bad], { ...env, LOG_FORMAT: 'json' });
+  const serve = await cli(['serve', '--config', bad], { env: { ...env, LOG_FORMAT: 'json' }, cwd: dir });
   assert.equal(serve.code, 2);
   assert.equal(fatalMessages(serve.stdout), `${bad}:3: PORT must be a whole number from 0 to 65535, got "http"`);
 
@@ -76,7 +65,7 @@ test('a settings file with an unknown key or a bad value stops every command wit
     [['migrate', '--config', typo, '--config', bad], /^plantstore: --config is given twice; one settings file is read/],
   ];
   for (const [args, message] of cases) {
-    const res = await cliIn(dir, args, env);
+    const res = await cli(args, { env, cwd: dir });
     assert.equal(res.code, 2, args.join(' '));
     assert.match(res.stderr, message, args.join(' '));
   }
@@ -94,7 +83,7 @@ test('a settings file that is no regular file, or too large, is refused at once:
   for (const [file, why] of [[fifo, notRegular], ['/dev/zero', notRegular], ['/dev/urandom', notRegular], [large, tooLarge]] as Array<[string, string]>) {
     // Before, a FIFO hung until killed, and /dev/zero grew the process by gigabytes: a bound well short of
     // that, which only a process of its own can be held to. A regular file, however large, cannot hang.
-    const run = (args: string[]) => (file === large ? cliIn(dir, args, env) : runCli(args, env, dir, { hangMs: 20_000 }));
+    const run = (args: string[]) => (file === large ? cli(args, { env, cwd: dir }) : runCli(args, env, dir, { hangMs: 20_000 }));
     const migrate = await run(['migrate', '--config', file]);
     assert.equal(migrate.code, 2, `${file}: ${migrate.stderr}`);
     assert.equal(migrate.stderr, `plantstore: cannot read the settings file ${file}: ${why}\n`);

@@ -57,21 +57,21 @@ function sharedServer(): Promise<Running> {
 }
 
 test('METRICS_PORT and METRICS_HOST: empty is off, 0-65535, never PORT', () => {
-  assert.equal(loadConfig({}, {}).metricsPort, null);
-  assert.equal(loadConfig({}, { METRICS_PORT: '9464' }).metricsPort, 9464);
-  assert.equal(loadConfig({}, { METRICS_PORT: '0' }).metricsPort, 0);
-  assert.equal(loadConfig({ 'metrics-port': '9100' }, { METRICS_PORT: '9464' }).metricsPort, 9100);
-  assert.equal(loadConfig({}, { METRICS_HOST: '::1' }).metricsHost, '::1');
+  assert.equal(loadConfig({}, {}, process.cwd()).metricsPort, null);
+  assert.equal(loadConfig({}, { METRICS_PORT: '9464' }, process.cwd()).metricsPort, 9464);
+  assert.equal(loadConfig({}, { METRICS_PORT: '0' }, process.cwd()).metricsPort, 0);
+  assert.equal(loadConfig({ 'metrics-port': '9100' }, { METRICS_PORT: '9464' }, process.cwd()).metricsPort, 9100);
+  assert.equal(loadConfig({}, { METRICS_HOST: '::1' }, process.cwd()).metricsHost, '::1');
   for (const bad of ['65536', '-1', '80a', ' 9464', '0x10', '1e3']) {
     assert.throws(
-      () => loadConfig({}, { METRICS_PORT: bad }),
+      () => loadConfig({}, { METRICS_PORT: bad }, process.cwd()),
       (e) => e instanceof ConfigError && e.message === `METRICS_PORT must be empty (no metrics) or a whole number from 0 to 65535, got "${bad}"`,
       bad,
     );
   }
-  assert.throws(() => loadConfig({}, { METRICS_HOST: '' }), /METRICS_HOST must not be empty/);
-  assert.throws(() => loadConfig({}, { PORT: '9464', METRICS_PORT: '9464' }), /METRICS_PORT must differ from PORT/);
-  assert.equal(loadConfig({}, { PORT: '0', METRICS_PORT: '0' }).metricsPort, 0, 'two free ports are two ports');
+  assert.throws(() => loadConfig({}, { METRICS_HOST: '' }, process.cwd()), /METRICS_HOST must not be empty/);
+  assert.throws(() => loadConfig({}, { PORT: '9464', METRICS_PORT: '9464' }, process.cwd()), /METRICS_PORT must differ from PORT/);
+  assert.equal(loadConfig({}, { PORT: '0', METRICS_PORT: '0' }, process.cwd()).metricsPort, 0, 'two free ports are two ports');
 });
 
 test('the request-path histogram writes exactly what prom-client\'s own Histogram writes for the same observations', async () => {

@@ -75,7 +75,7 @@ async function refused(port: number): Promise<boolean> {
  * what a restarted server would list, without starting one.
  */
 async function storedNames(databaseUrl: string): Promise<string[]> {
-  const store = await openStore(parseDatabaseUrl(databaseUrl), { logger: silentLogger, poolSize: 1, startupTimeoutMs: 5000 });
+  const store = await openStore(parseDatabaseUrl(databaseUrl, process.cwd()), { logger: silentLogger, poolSize: 1, startupTimeoutMs: 5000 });
   try {
     const names: string[] = [];
     for (let after = 0; ; ) {

@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
+import { cli } from '../helpers/cli.js';
 import { FATAL, logLines, runCli, spawnServer, type CliResult } from '../helpers/process.js';
 
 /** A start-up that fails must fail at once; one still running after this is a hang. */
@@ -73,12 +74,14 @@ test('an address that is not this machine\'s, or a host name that does not resol
   assertFailedStartup(unknown, /^cannot listen on no-such-host\.invalid:0: /, 'unresolvable HOST');
 });
 
+// A refused setting ends `serve` before anything starts, so it runs in this process: main's exit code is
+// the shell's (test/process/cli.test.ts).
 test('a DATABASE_URL whose port is not a number ends start-up before anything listens: one fatal line naming the setting, exit 2, no stack', async () => {
   for (const [label, args, env, message] of [
     ['the environment', ['--port', '0'], { DATABASE_URL: 'postgres://app:hunter2@127.0.0.1:abc/plants' }, 'DATABASE_URL: the port must be a whole number from 1 to 65535'],
     ['the flag', ['--port', '0', '--database-url', 'postgres://app:hunter2@127.0.0.1:99999/plants'], {}, '--database-url: the port must be a whole number from 1 to 65535'],
   ] as const) {
-    const result = await serveUntilExit([...args], env);
+    const result = await cli(['serve', ...args], { env: { LOG_LEVEL: 'info', ...env } });
     assert.equal(result.code, 2, `${label}: exit code; output: ${result.stdout}${result.stderr}`);
     assert.equal(result.stderr, '', `${label}: nothing on stderr`);
     assert.deepEqual(logLines(result.stdout).map((l) => [l.level, l.msg]), [[FATAL, message]], label);

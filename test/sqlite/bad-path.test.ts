@@ -21,7 +21,7 @@ test('a SQLite path that is a directory, or that has a file where a directory sh
     [join(dir, 'file', 'deeper', 'x.db'), new RegExp(`^Error: cannot use the directory of the SQLite store ${join(dir, 'file', 'deeper', 'x.db')}: ENOTDIR`)],
   ] as const;
   for (const [path, message] of cases) {
-    await assert.rejects(openStore(parseDatabaseUrl(`sqlite:${path}`), options), message, path);
+    await assert.rejects(openStore(parseDatabaseUrl(`sqlite:${path}`, process.cwd()), options), message, path);
   }
 });
 

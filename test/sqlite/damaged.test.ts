@@ -12,7 +12,7 @@ import { exitCode, tempDir } from '../helpers/sqlite-spawn.js';
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 
 const options = { logger: silentLogger, poolSize: 1, startupTimeoutMs: 1000 };
-const sqlite = (path: string) => parseDatabaseUrl(`sqlite:${path}`);
+const sqlite = (path: string) => parseDatabaseUrl(`sqlite:${path}`, process.cwd());
 const PAGE = 4096;
 
 /** A store of a few hundred pages (many plants), closed, its WAL checkpointed into the file. */

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from '../../src/store/sqlite/driver.js';
 import { cli } from '../helpers/cli.js';
-import { runCli, startServer } from '../helpers/process.js';
+import { startServer } from '../helpers/process.js';
 import { tempDir } from '../helpers/transfer.js';
 
 // doctor writes nothing on SQLite: no store, no directory, no -wal or -shm beside a store.
@@ -14,7 +14,7 @@ const snapshot = (dir: string) => readdirSync(dir).map((name) => `${name} ${stat
 
 test('doctor on a missing SQLite store says so, exit 1, and creates nothing', async (t) => {
   const dir = tempDir(t);
-  const res = await runCli(['doctor'], { DATABASE_URL: 'sqlite:./nested/store.db' }, dir);
+  const res = await cli(['doctor'], { env: { DATABASE_URL: 'sqlite:./nested/store.db' }, cwd: dir });
   assert.equal(res.code, 1);
   assert.match(res.stdout, /^attention store: no store at sqlite:\/\S+\/nested\/store\.db: serve or "plantstore migrate" would create a new, empty one/m);
   assert.deepEqual(readdirSync(dir), [], 'neither the store nor its directory');

@@ -3,7 +3,8 @@ import { spawn } from 'node:child_process';
 import { closeSync, existsSync, linkSync, mkdirSync, openSync, statSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { BIN, outputOf, runCli, startServer } from '../helpers/process.js';
+import { cli } from '../helpers/cli.js';
+import { BIN, outputOf, startServer } from '../helpers/process.js';
 import { tempDir } from '../helpers/sqlite-spawn.js';
 
 const PLANTS = 100;
@@ -17,9 +18,10 @@ async function listAll(url: string, token: string): Promise<number> {
 
 test('export refuses the store, its -wal, -shm, -journal and .lock however the path is spelt, --force or not, and the store keeps every plant', async (t) => {
   // The default store, ./data/plantstore.db, relative to the directory the server and the CLI run in.
+  // The server is a process of its own (it is killed below); the commands run in this one, in its directory.
   const dir = tempDir(t);
   const env = { DATABASE_URL: undefined };
-  const created = await runCli(['token', 'create', '--user', 'alice'], env, dir);
+  const created = await cli(['token', 'create', '--user', 'alice'], { env, cwd: dir });
   assert.equal(created.code, 0, created.stderr);
   const token = created.stdout.trim();
   const server = await startServer(t, env, dir);
@@ -53,14 +55,15 @@ test('export refuses the store, its -wal, -shm, -journal and .lock however the p
   ];
   for (const out of spellings) {
     for (const force of [['--force'], []]) {
-      const res = await runCli(['export', '--out', out, ...force], env, dir);
+      const res = await cli(['export', '--out', out, ...force], { env, cwd: dir });
       assert.notEqual(res.code, 0, `export --out ${out} ${force.join('')}: ${res.stderr}`);
       assert.match(res.stderr, /plantstore: cannot export to .*: that is the store .*plantstore\.db or a file it keeps beside it/, out);
     }
   }
   assert.ok(!existsSync(`${store}-journal`), 'no -journal was created');
 
-  // stdout redirected (appended) into the WAL: refused too, before a byte is written.
+  // stdout redirected (appended) into the WAL: refused too, before a byte is written. A process of its
+  // own, for a stdout that is the file's descriptor as the shell makes it.
   const fd = openSync(wal, 'a');
   const childEnv = { ...process.env };
   delete childEnv.DATABASE_URL;

@@ -44,7 +44,7 @@ function assertIndexOnly(db: Database.Database, label: string): void {
 
 test('every list shape reads its page and the probe after it from one index range (a covering index, or the table itself for every owner), on a new store and after ANALYZE', async (t) => {
   const path = join(tempDir(t), 'store.db');
-  const store = await openStore(parseDatabaseUrl(`sqlite:${path}`), options);
+  const store = await openStore(parseDatabaseUrl(`sqlite:${path}`, process.cwd()), options);
   t.after(() => store.close());
   await createInterleaved(store);
   const db = new Database(path);
@@ -68,8 +68,8 @@ test('a store made by migrations 001-005, with plants, gets the covering indexes
   const insert = db.prepare('INSERT INTO plants (owner, id, name, tag) VALUES (?, ?, ?, ?)');
   for (let i = 1; i <= 90; i++) insert.run(['alice', 'bob', 'carol'][i % 3], i, `plant ${i}`, i % 5 === 0 ? 'x' : null);
   db.close();
-  const old = await openStore(parseDatabaseUrl(`sqlite:${oldPath}`), options);
-  const fresh = await openStore(parseDatabaseUrl(`sqlite:${join(dir, 'new.db')}`), options);
+  const old = await openStore(parseDatabaseUrl(`sqlite:${oldPath}`, process.cwd()), options);
+  const fresh = await openStore(parseDatabaseUrl(`sqlite:${join(dir, 'new.db')}`, process.cwd()), options);
   t.after(() => Promise.all([old.close(), fresh.close()]));
   await createInterleaved(fresh);
 

@@ -6,13 +6,14 @@ import { parseDatabaseUrl } from '../../src/config/database.js';
 import { openStore } from '../../src/store/open.js';
 import { StoreLockedError } from '../../src/store/sqlite/index.js';
 import { BACKEND, silentLogger } from '../helpers/app.js';
-import { runCli, spawnServer, startServer } from '../helpers/process.js';
+import { cli } from '../helpers/cli.js';
+import { spawnServer, startServer } from '../helpers/process.js';
 import { exitCode, NOBODY, serve, tempDir } from '../helpers/sqlite-spawn.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 
 const options = { logger: silentLogger, poolSize: 1, startupTimeoutMs: 1000, server: true };
-const sqlite = (path: string) => parseDatabaseUrl(`sqlite:${path}`);
+const sqlite = (path: string) => parseDatabaseUrl(`sqlite:${path}`, process.cwd());
 
 test('the server lock holds whatever path names the store: a symlink to it, a relative symlink, a path through ..', async (t) => {
   const dir = tempDir(t);
@@ -63,7 +64,7 @@ test('a second plantstore serve through a symlink to the same store exits 1 and 
 test('a server whose user cannot write the lock file does not start: it exits non-zero naming the lock file', async (t) => {
   const dir = tempDir(t, NOBODY);
   const path = join(dir, 'store.db');
-  assert.equal((await runCli(['migrate'], { DATABASE_URL: `sqlite:${path}` })).code, 0);
+  assert.equal((await cli(['migrate'], { env: { DATABASE_URL: `sqlite:${path}` } })).code, 0);
   chownSync(path, NOBODY.uid, NOBODY.gid);
   // Left by a server that ran as root, say: nobody may read it but not write it.
   writeFileSync(`${path}.lock`, '');

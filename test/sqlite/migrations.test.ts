@@ -29,7 +29,7 @@ function oldStore(path: string): void {
 test('a SQLite store made by the old migrations opens, keeps its tokens, and names the token owner column as PostgreSQL does', async (t) => {
   const path = join(tempDir(t), 'store.db');
   oldStore(path);
-  const store = await openStore(parseDatabaseUrl(`sqlite:${path}`), { ...options, server: true });
+  const store = await openStore(parseDatabaseUrl(`sqlite:${path}`, process.cwd()), { ...options, server: true });
   t.after(() => store.close());
 
   const kept = await store.tokens.findTokenByHash('a'.repeat(64));

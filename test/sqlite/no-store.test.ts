@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
+import { cli } from '../helpers/cli.js';
 import { FATAL, logLines, runCli } from '../helpers/process.js';
 
 function emptyDir(t: TestContext): string {
@@ -25,7 +26,7 @@ test('commands that only read (or have nothing to act on) create no store: they 
   const dir = emptyDir(t);
   const store = join(dir, 'data/plantstore.db');
   for (const args of [['token', 'list'], ['webhook', 'list'], ['webhook', 'deliveries', 'ep_x'], ['token', 'revoke', '1'], ['webhook', 'remove', 'ep_x']]) {
-    const res = await runCli(args, DEFAULT, dir);
+    const res = await cli(args, { env: DEFAULT, cwd: dir });
     assert.equal(res.code, 1, `${args.join(' ')}: ${res.stderr}`);
     assert.match(res.stderr, new RegExp(`^using sqlite:${store}\nplantstore: no store at ${store}: there (is|are) no [a-z ]+ \\(run the command in the server's directory, or give it the server's DATABASE_URL\\)\n$`), args.join(' '));
     assert.equal(res.stdout, '', args.join(' '));
@@ -37,12 +38,13 @@ test('an import of a file that is not an export fails before any store or lock f
   const dir = emptyDir(t);
   const file = join(emptyDir(t), 'notes.txt');
   writeFileSync(file, 'shopping list\n');
-  const res = await runCli(['import', file], DEFAULT, dir);
+  const res = await cli(['import', file], { env: DEFAULT, cwd: dir });
   assert.equal(res.code, 1, res.stderr);
   assert.match(res.stderr, /^plantstore: line 1 is not a plantstore export header/);
   assert.deepEqual(contents(dir), []);
 });
 
+// `serve` runs in a process of its own: it exits when start-up fails.
 test('a server that fails on a port in use leaves no new store behind', async (t) => {
   const dir = emptyDir(t);
   const taken = createServer();
@@ -62,7 +64,7 @@ test('a server that fails on a port in use leaves no new store behind', async (t
 test('a command that creates the store says so once, in its own words', async (t) => {
   const dir = emptyDir(t);
   const store = join(dir, 'data/plantstore.db');
-  const res = await runCli(['token', 'create', '--user', 'alice'], DEFAULT, dir);
+  const res = await cli(['token', 'create', '--user', 'alice'], { env: DEFAULT, cwd: dir });
   assert.equal(res.code, 0, res.stderr);
   assert.equal(res.stderr.split('no store at').length - 1, 1, res.stderr);
   assert.ok(res.stderr.startsWith(`using sqlite:${store}\nno store at ${store} yet: creating a new one`), res.stderr);

@@ -3,7 +3,8 @@ import { test } from 'node:test';
 import { openStore } from '../../src/store/open.js';
 import { StoreLockedError } from '../../src/store/sqlite/index.js';
 import { BACKEND, silentLogger, testDatabase, testStore } from '../helpers/app.js';
-import { runCli, spawnServer, startServer } from '../helpers/process.js';
+import { cli } from '../helpers/cli.js';
+import { spawnServer, startServer } from '../helpers/process.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 
@@ -31,7 +32,7 @@ test('a second plantstore serve on the same SQLite store exits 1 and says why; t
   assert.equal(await second.exited, 1);
   assert.match(second.fatal(), /another plantstore server is serving/);
   assert.doesNotMatch(second.logs(), /listening/i, 'the second server never said it was listening');
-  const token = (await runCli(['token', 'create', '--user', 'alice'], { DATABASE_URL: url })).stdout.trim();
+  const token = (await cli(['token', 'create', '--user', 'alice'], { env: { DATABASE_URL: url } })).stdout.trim();
   assert.equal((await fetch(`${first.url}/plants`, { headers: { authorization: `Bearer ${token}` } })).status, 200);
   assert.equal(await first.stop(), 0);
 });

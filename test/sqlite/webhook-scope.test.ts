@@ -29,7 +29,7 @@ test('a token made before webhooks existed keeps its scopes through migration 00
     .run(hashToken(secret), 'alice', 'plants:read plants:write', 1, null, Date.now(), null);
   db.close();
 
-  const store = await openStore(parseDatabaseUrl(`sqlite:${path}`), { logger: silentLogger, poolSize: 1, startupTimeoutMs: 1000, server: true });
+  const store = await openStore(parseDatabaseUrl(`sqlite:${path}`, process.cwd()), { logger: silentLogger, poolSize: 1, startupTimeoutMs: 1000, server: true });
   t.after(() => store.close());
   const app = await buildApp({ store, logger: silentLogger });
   t.after(() => app.close());

@@ -176,7 +176,7 @@ test('export reads one snapshot while the store is written, and a failed export 
   const store = await openTransferStore(source.config, { logger: silentLogger, poolSize: 2, startupTimeoutMs: 5000, importing: false });
   t.after(() => store.close());
   let writes = 0;
-  const sink = await fileSink(file);
+  const sink = await fileSink(file, { cwd: process.cwd() });
   // The server goes on creating plants while the export pages through its snapshot.
   const writing = { ...sink, write: async (text: string) => {
     if (writes++ % 500 === 0) assert.equal((await create(source.app, alice, { id: 100_000 + writes, name: 'later' })).statusCode, 200);
@@ -187,7 +187,7 @@ test('export reads one snapshot while the store is written, and a failed export 
   assert.equal(readFileSync(file, 'utf8').split('\n').filter((l) => l.includes('"later"')).length, 0);
 
   const dir = tempDir(t);
-  const broken = await fileSink(join(dir, 'b.ndjson'));
+  const broken = await fileSink(join(dir, 'b.ndjson'), { cwd: process.cwd() });
   await assert.rejects(exportStore(store, { ...broken, write: async () => { throw new Error('disk full'); } }), /disk full/);
   assert.deepEqual(readdirSync(dir), [], 'neither the file nor its temporary file');
 });

@@ -62,7 +62,7 @@ test('a settings file line that is not a setting is refused with the file and li
 
 test('precedence: a flag wins over the environment, which wins over the file, which wins over the default; each source is kept', (t) => {
   const path = settingsFile(t, 'PORT=9001\nHOST=0.0.0.0\nLOG_LEVEL=warn\n');
-  const settings = loadSettings({ port: '9003' }, { PLANTSTORE_CONFIG: path, PORT: '9002', HOST: '::1' });
+  const settings = loadSettings({ port: '9003' }, { PLANTSTORE_CONFIG: path, PORT: '9002', HOST: '::1' }, process.cwd());
   assert.equal(settings.config.port, 9003);
   assert.equal(settings.config.host, '::1');
   assert.equal(settings.config.logLevel, 'warn');
@@ -74,19 +74,19 @@ test('precedence: a flag wins over the environment, which wins over the file, wh
   assert.deepEqual(settings.sources.DOCS, { kind: 'default' });
   assert.equal(sourceName(settings.sources.LOG_LEVEL!), `${path}:3`);
   assert.deepEqual(settings.given, { PORT: '9003', HOST: '::1', LOG_LEVEL: 'warn' });
-  assert.equal(loadSettings({}, { PLANTSTORE_CONFIG: '' }).file, null, 'an empty PLANTSTORE_CONFIG names no file');
+  assert.equal(loadSettings({}, { PLANTSTORE_CONFIG: '' }, process.cwd()).file, null, 'an empty PLANTSTORE_CONFIG names no file');
 });
 
 test('a bad value in the settings file is refused with its file and line; one overridden is not read', (t) => {
   const path = settingsFile(t, '# ports\nPORT=http\nDATABASE_URL=postgres://u:hunter2@db:99999/p\n');
-  assert.throws(() => loadSettings({}, { PLANTSTORE_CONFIG: path }), { message: `${path}:2: PORT must be a whole number from 0 to 65535, got "http"` });
+  assert.throws(() => loadSettings({}, { PLANTSTORE_CONFIG: path }, process.cwd()), { message: `${path}:2: PORT must be a whole number from 0 to 65535, got "http"` });
   assert.throws(
-    () => loadSettings({}, { PLANTSTORE_CONFIG: path, PORT: '1' }),
+    () => loadSettings({}, { PLANTSTORE_CONFIG: path, PORT: '1' }, process.cwd()),
     (e: unknown) => e instanceof ConfigError && e.message === `${path}:3: DATABASE_URL: the port must be a whole number from 1 to 65535`,
   );
-  assert.equal(loadSettings({ port: '2' }, { PLANTSTORE_CONFIG: path, DATABASE_URL: 'sqlite:x.db' }).config.port, 2);
+  assert.equal(loadSettings({ port: '2' }, { PLANTSTORE_CONFIG: path, DATABASE_URL: 'sqlite:x.db' }, process.cwd()).config.port, 2);
   assert.throws(
-    () => loadSettings({}, { PLANTSTORE_CONFIG: join(path, '..', 'missing.env') }),
+    () => loadSettings({}, { PLANTSTORE_CONFIG: join(path, '..', 'missing.env') }, process.cwd()),
     (e: unknown) => e instanceof ConfigError && /^cannot read the settings file .*missing\.env: no such file$/.test(e.message),
   );
 });
@@ -94,29 +94,29 @@ test('a bad value in the settings file is refused with its file and line; one ov
 test('a refusal about two settings names those the settings file gave, with their lines', (t) => {
   const path = settingsFile(t, 'PORT=9000\nMETRICS_PORT=9000\n# a provider\nJWT_ISSUER=https://idp.example/realms/x\n');
   const audience = 'JWT_AUDIENCE is required when JWT_ISSUER or JWT_JWKS_URL is set';
-  assert.throws(() => loadSettings({}, { PLANTSTORE_CONFIG: path }), (e: unknown) => e instanceof ConfigError && e.message.startsWith(audience) && e.message.endsWith(` (JWT_ISSUER at ${path}:4)`));
+  assert.throws(() => loadSettings({}, { PLANTSTORE_CONFIG: path }, process.cwd()), (e: unknown) => e instanceof ConfigError && e.message.startsWith(audience) && e.message.endsWith(` (JWT_ISSUER at ${path}:4)`));
   const metrics = 'METRICS_PORT must differ from PORT (9000): metrics have a listener of their own';
-  assert.throws(() => loadSettings({}, { PLANTSTORE_CONFIG: path, JWT_AUDIENCE: 'api' }), { message: `${metrics} (METRICS_PORT at ${path}:2, PORT at ${path}:1)` });
+  assert.throws(() => loadSettings({}, { PLANTSTORE_CONFIG: path, JWT_AUDIENCE: 'api' }, process.cwd()), { message: `${metrics} (METRICS_PORT at ${path}:2, PORT at ${path}:1)` });
   // Given otherwise, a setting is named as it was given, with no line.
-  assert.throws(() => loadSettings({}, { PLANTSTORE_CONFIG: path, JWT_AUDIENCE: 'api', PORT: '9000' }), { message: `${metrics} (METRICS_PORT at ${path}:2)` });
-  assert.throws(() => loadSettings({ port: '9000' }, { PLANTSTORE_CONFIG: path, JWT_AUDIENCE: 'api' }), {
+  assert.throws(() => loadSettings({}, { PLANTSTORE_CONFIG: path, JWT_AUDIENCE: 'api', PORT: '9000' }, process.cwd()), { message: `${metrics} (METRICS_PORT at ${path}:2)` });
+  assert.throws(() => loadSettings({ port: '9000' }, { PLANTSTORE_CONFIG: path, JWT_AUDIENCE: 'api' }, process.cwd()), {
     message: `METRICS_PORT must differ from --port (9000): metrics have a listener of their own (METRICS_PORT at ${path}:2)`,
   });
 });
 
 test('serve logs a refused configuration with the LOG_FORMAT of the settings file', (t) => {
   const path = settingsFile(t, 'LOG_FORMAT=pretty\nPORT=http\n');
-  assert.equal(loadLogConfig({}, { PLANTSTORE_CONFIG: path }).logFormat, 'pretty');
-  assert.equal(loadLogConfig({}, { PLANTSTORE_CONFIG: path, LOG_FORMAT: 'json' }).logFormat, 'json');
+  assert.equal(loadLogConfig({}, { PLANTSTORE_CONFIG: path }, process.cwd()).logFormat, 'pretty');
+  assert.equal(loadLogConfig({}, { PLANTSTORE_CONFIG: path, LOG_FORMAT: 'json' }, process.cwd()).logFormat, 'json');
 });
 
 test('a settings file larger than the bound is refused unread; one of exactly the bound is read', (t) => {
   const line = 'PORT=9000\n';
   const fill = (bytes: number) => `${line}#${'x'.repeat(bytes - line.length - 2)}\n`;
   const exact = settingsFile(t, fill(SETTINGS_FILE_MAX_BYTES));
-  assert.equal(loadSettings({}, { PLANTSTORE_CONFIG: exact }).config.port, 9000);
+  assert.equal(loadSettings({}, { PLANTSTORE_CONFIG: exact }, process.cwd()).config.port, 9000);
   const over = settingsFile(t, fill(SETTINGS_FILE_MAX_BYTES + 1));
-  assert.throws(() => loadSettings({}, { PLANTSTORE_CONFIG: over }), {
+  assert.throws(() => loadSettings({}, { PLANTSTORE_CONFIG: over }, process.cwd()), {
     message: `cannot read the settings file ${over}: it is larger than 64 KiB, too large for a settings file`,
   });
 });

@@ -7,7 +7,7 @@ import { loadConfig, loadLogConfig } from '../../src/config/load.js';
 import { allowedValues, OPTIONS, type OptionInfo } from '../../src/config/options.js';
 
 test('defaults: port 8080 on 127.0.0.1, info logs, ./data/plantstore.db, rate limit off', () => {
-  assert.deepEqual(loadConfig({}, {}), {
+  assert.deepEqual(loadConfig({}, {}, process.cwd()), {
     port: 8080,
     host: '127.0.0.1',
     logLevel: 'info',
@@ -52,21 +52,21 @@ test('defaults: port 8080 on 127.0.0.1, info logs, ./data/plantstore.db, rate li
 
 test('postgres:// and postgresql:// select PostgreSQL, with pool size and start-up wait', () => {
   for (const url of ['postgres://app:secret@db.internal:5432/plants', 'postgresql://db/plants?sslmode=require']) {
-    assert.deepEqual(loadConfig({}, { DATABASE_URL: url }).database, { kind: 'postgres', url });
+    assert.deepEqual(loadConfig({}, { DATABASE_URL: url }, process.cwd()).database, { kind: 'postgres', url });
   }
-  const config = loadConfig({ 'database-pool-size': '25' }, { DATABASE_URL: 'postgres://db/p', DATABASE_STARTUP_TIMEOUT: '2m' });
+  const config = loadConfig({ 'database-pool-size': '25' }, { DATABASE_URL: 'postgres://db/p', DATABASE_STARTUP_TIMEOUT: '2m' }, process.cwd());
   assert.equal(config.databasePoolSize, 25);
   assert.equal(config.databaseStartupTimeoutMs, 120_000);
 });
 
 test('the environment overrides defaults and flags override the environment', () => {
   const env = { PORT: '9000', HOST: '0.0.0.0', LOG_LEVEL: 'warn', DATABASE_URL: 'sqlite:/var/lib/plants.db', RATE_LIMIT: 'off' };
-  const fromEnv = loadConfig({}, env);
+  const fromEnv = loadConfig({}, env, process.cwd());
   assert.equal(fromEnv.port, 9000);
   assert.equal(fromEnv.host, '0.0.0.0');
   assert.equal(fromEnv.logLevel, 'warn');
   assert.deepEqual(fromEnv.database, { kind: 'sqlite', path: '/var/lib/plants.db' });
-  const fromFlags = loadConfig({ port: '9001', 'database-url': 'sqlite:rel.db' }, env);
+  const fromFlags = loadConfig({ port: '9001', 'database-url': 'sqlite:rel.db' }, env, process.cwd());
   assert.equal(fromFlags.port, 9001);
   assert.deepEqual(fromFlags.database, { kind: 'sqlite', path: resolve('rel.db') });
 });
@@ -103,13 +103,13 @@ test('invalid settings are refused with a message naming the variable', () => {
     [{ DOCS: 'false' }, /DOCS must be on or off/],
   ];
   for (const [env, message] of cases) {
-    assert.throws(() => loadConfig({}, env), (e: unknown) => e instanceof ConfigError && message.test(e.message), JSON.stringify(env));
+    assert.throws(() => loadConfig({}, env, process.cwd()), (e: unknown) => e instanceof ConfigError && message.test(e.message), JSON.stringify(env));
   }
 });
 
 test('a refused DATABASE_URL is not echoed, since it may hold a password', () => {
   assert.throws(
-    () => loadConfig({}, { DATABASE_URL: 'mysql://app:hunter2@db/plants' }),
+    () => loadConfig({}, { DATABASE_URL: 'mysql://app:hunter2@db/plants' }, process.cwd()),
     (e: unknown) => e instanceof ConfigError && !e.message.includes('hunter2'),
   );
 });
@@ -127,7 +127,7 @@ test('a postgres DATABASE_URL that node-postgres cannot read is refused as confi
   ];
   for (const [url, message] of cases) {
     assert.throws(
-      () => loadConfig({}, { DATABASE_URL: url }),
+      () => loadConfig({}, { DATABASE_URL: url }, process.cwd()),
       (e: unknown) => e instanceof ConfigError && (typeof message === 'string' ? e.message === message : message.test(e.message)) && !/hunt/.test(e.message),
       url,
     );
@@ -137,32 +137,32 @@ test('a postgres DATABASE_URL that node-postgres cannot read is refused as confi
     'postgres://app:p%40ss@[::1]:6543/plants?sslmode=require', 'postgres://app@/plants?host=/var/run/postgresql',
     'postgres://app:pa ss@db/plants', 'postgres://db:65535/plants?port=5433&options=-c%20search_path%3Dplantstore',
   ]) {
-    assert.deepEqual(loadConfig({}, { DATABASE_URL: url }).database, { kind: 'postgres', url }, url);
+    assert.deepEqual(loadConfig({}, { DATABASE_URL: url }, process.cwd()).database, { kind: 'postgres', url }, url);
   }
 });
 
 test('a refused setting is named as it was given: --port for the flag the user typed, PORT for the environment', () => {
-  assert.throws(() => loadConfig({ port: 'abc' }, {}), { message: '--port must be a whole number from 0 to 65535, got "abc"' });
-  assert.throws(() => loadConfig({}, { PORT: 'abc' }), { message: 'PORT must be a whole number from 0 to 65535, got "abc"' });
-  assert.throws(() => loadConfig({ 'database-url': 'postgres://db:abc/plants' }, {}), { message: '--database-url: the port must be a whole number from 1 to 65535' });
+  assert.throws(() => loadConfig({ port: 'abc' }, {}, process.cwd()), { message: '--port must be a whole number from 0 to 65535, got "abc"' });
+  assert.throws(() => loadConfig({}, { PORT: 'abc' }, process.cwd()), { message: 'PORT must be a whole number from 0 to 65535, got "abc"' });
+  assert.throws(() => loadConfig({ 'database-url': 'postgres://db:abc/plants' }, {}, process.cwd()), { message: '--database-url: the port must be a whole number from 1 to 65535' });
   // Only the setting given as a flag is renamed (METRICS_PORT is not PORT), and a quoted value stays as given.
-  assert.throws(() => loadConfig({ port: '9000' }, { METRICS_PORT: '9000' }), { message: 'METRICS_PORT must differ from --port (9000): metrics have a listener of their own' });
-  assert.throws(() => loadConfig({ 'log-level': 'PORT' }, {}), { message: '--log-level must be one of fatal, error, warn, info, debug, trace, silent, got "PORT"' });
+  assert.throws(() => loadConfig({ port: '9000' }, { METRICS_PORT: '9000' }, process.cwd()), { message: 'METRICS_PORT must differ from --port (9000): metrics have a listener of their own' });
+  assert.throws(() => loadConfig({ 'log-level': 'PORT' }, {}, process.cwd()), { message: '--log-level must be one of fatal, error, warn, info, debug, trace, silent, got "PORT"' });
 });
 
 test('limits and security settings parse as documented', () => {
   const config = loadConfig({}, {
     RATE_LIMIT: '600/minute', AUTH_FAILURE_LIMIT: 'off', TRUST_PROXY: '10.0.0.0/8, loopback',
     CORS_ORIGINS: 'https://app.example, http://localhost:3000', REQUEST_TIMEOUT: '2m', MAX_BODY_SIZE: '1024',
-  });
+  }, process.cwd());
   assert.deepEqual(config.rateLimit, { limit: 600, windowMs: 60_000 });
   assert.equal(config.authFailureLimit, null);
   assert.equal(config.trustProxy, '10.0.0.0/8, loopback');
   assert.deepEqual(config.corsOrigins, ['https://app.example', 'http://localhost:3000']);
   assert.equal(config.requestTimeoutMs, 120_000);
   assert.equal(config.maxBodySize, 1024);
-  assert.deepEqual(loadConfig({}, { RATE_LIMIT: '5/second' }).rateLimit, { limit: 5, windowMs: 1000 });
-  assert.deepEqual(loadConfig({}, { RATE_LIMIT: '100/hour' }).rateLimit, { limit: 100, windowMs: 3_600_000 });
+  assert.deepEqual(loadConfig({}, { RATE_LIMIT: '5/second' }, process.cwd()).rateLimit, { limit: 5, windowMs: 1000 });
+  assert.deepEqual(loadConfig({}, { RATE_LIMIT: '100/hour' }, process.cwd()).rateLimit, { limit: 100, windowMs: 3_600_000 });
 });
 
 test('the range --help and docs/configuration.md show for each number is the range the option accepts', () => {
@@ -171,9 +171,9 @@ test('the range --help and docs/configuration.md show for each number is the ran
   for (const o of numbers) {
     const [, min, max] = /^range (\d+)–(\d+)$/.exec(allowedValues(o) ?? '') ?? [];
     assert.ok(min !== undefined && max !== undefined, o.env);
-    for (const ok of [min, max]) assert.doesNotThrow(() => loadConfig({}, { [o.env]: ok }), `${o.env}=${ok}`);
+    for (const ok of [min, max]) assert.doesNotThrow(() => loadConfig({}, { [o.env]: ok }, process.cwd()), `${o.env}=${ok}`);
     const outside = [String(Number(max) + 1), ...(Number(min) > 0 ? [String(Number(min) - 1)] : [])];
-    for (const bad of outside) assert.throws(() => loadConfig({}, { [o.env]: bad }), ConfigError, `${o.env}=${bad}`);
+    for (const bad of outside) assert.throws(() => loadConfig({}, { [o.env]: bad }, process.cwd()), ConfigError, `${o.env}=${bad}`);
   }
   assert.match(configTableMarkdown(), /\| `PORT` \| `--port` \| `8080` \| TCP port to listen on \(0 picks a free one\)\. Range 0–65535\. \|/);
   assert.match(configTableMarkdown(), /\| `REQUEST_TIMEOUT` \| .*\. A duration more than 0 \(90s, 15m, 12h, 30d\)\. \|/);
@@ -189,39 +189,39 @@ test('every duration setting reads the one grammar: 0 with any unit or none is z
     assert.equal(allowedValues(o), positive ? 'a duration more than 0 (90s, 15m, 12h, 30d)' : 'a duration (0, 90s, 15m, 12h, 30d)', o.env);
     for (const zero of ['0', '0s', '0m', '0h', '0d']) {
       if (positive) {
-        assert.throws(() => loadConfig({}, { [o.env]: zero }), (e: unknown) => e instanceof ConfigError && e.message === `${o.env} must be more than 0, got "${zero}"`);
+        assert.throws(() => loadConfig({}, { [o.env]: zero }, process.cwd()), (e: unknown) => e instanceof ConfigError && e.message === `${o.env} must be more than 0, got "${zero}"`);
       } else {
-        assert.equal(loadConfig({}, { [o.env]: zero })[keyOf(o.env)], 0, `${o.env}=${zero}`);
+        assert.equal(loadConfig({}, { [o.env]: zero }, process.cwd())[keyOf(o.env)], 0, `${o.env}=${zero}`);
       }
     }
     for (const bad of ['00', '00s', '05m', '1w', '-1s', '1.5h', '1000000s', ' 5s', '']) {
-      assert.throws(() => loadConfig({}, { [o.env]: bad }), (e: unknown) => e instanceof ConfigError && e.message.startsWith(`${o.env} must look like`), `${o.env}=${bad}`);
+      assert.throws(() => loadConfig({}, { [o.env]: bad }, process.cwd()), (e: unknown) => e instanceof ConfigError && e.message.startsWith(`${o.env} must look like`), `${o.env}=${bad}`);
     }
-    assert.equal(loadConfig({}, { [o.env]: '999999s' })[keyOf(o.env)], 999_999_000, o.env);
+    assert.equal(loadConfig({}, { [o.env]: '999999s' }, process.cwd())[keyOf(o.env)], 999_999_000, o.env);
   }
   // The positive ones are those whose zero means something else: Node reads a request timeout of 0 as none.
   assert.deepEqual(durations.filter((o) => o.values?.kind === 'duration' && o.values.positive).map((o) => o.env), ['REQUEST_TIMEOUT', 'WEBHOOK_TIMEOUT']);
-  assert.deepEqual(loadConfig({}, { WEBHOOK_RETRY_SCHEDULE: '0s,0,5m' }).webhookRetryScheduleMs, [0, 0, 300_000]);
-  assert.throws(() => loadConfig({}, { WEBHOOK_RETRY_SCHEDULE: '0s,00s' }), ConfigError);
+  assert.deepEqual(loadConfig({}, { WEBHOOK_RETRY_SCHEDULE: '0s,0,5m' }, process.cwd()).webhookRetryScheduleMs, [0, 0, 300_000]);
+  assert.throws(() => loadConfig({}, { WEBHOOK_RETRY_SCHEDULE: '0s,00s' }, process.cwd()), ConfigError);
 });
 
 test('numbers are plain decimal digits: no sign, space, exponent or hex, whatever a schema library would coerce', () => {
   for (const value of [' 5', '5 ', '+5', '1e2', '0x10', '5.0', '']) {
-    assert.throws(() => loadConfig({}, { PORT: value }), (e: unknown) => e instanceof ConfigError && /PORT must be a whole number/.test(e.message), JSON.stringify(value));
+    assert.throws(() => loadConfig({}, { PORT: value }, process.cwd()), (e: unknown) => e instanceof ConfigError && /PORT must be a whole number/.test(e.message), JSON.stringify(value));
   }
-  assert.equal(loadConfig({}, { PORT: '00080' }).port, 80);
+  assert.equal(loadConfig({}, { PORT: '00080' }, process.cwd()).port, 80);
   // node:net takes an IPv6 zone id; so does the setting.
-  assert.equal(loadConfig({}, { TRUST_PROXY: 'fe80::1%eth0' }).trustProxy, 'fe80::1%eth0');
+  assert.equal(loadConfig({}, { TRUST_PROXY: 'fe80::1%eth0' }, process.cwd()).trustProxy, 'fe80::1%eth0');
 });
 
 test('LOG_FORMAT takes auto (the default), json or pretty, from the environment or --log-format', () => {
-  assert.equal(loadConfig({}, { LOG_FORMAT: 'json' }).logFormat, 'json');
-  assert.equal(loadConfig({ 'log-format': 'pretty' }, { LOG_FORMAT: 'json' }).logFormat, 'pretty');
-  assert.equal(loadConfig({}, { LOG_FORMAT: 'auto' }).logFormat, 'auto');
+  assert.equal(loadConfig({}, { LOG_FORMAT: 'json' }, process.cwd()).logFormat, 'json');
+  assert.equal(loadConfig({ 'log-format': 'pretty' }, { LOG_FORMAT: 'json' }, process.cwd()).logFormat, 'pretty');
+  assert.equal(loadConfig({}, { LOG_FORMAT: 'auto' }, process.cwd()).logFormat, 'auto');
 });
 
 test('the log settings of a refused configuration: each valid one as given, a refused one at its default', () => {
-  assert.deepEqual(loadLogConfig({}, { LOG_FORMAT: 'pretty', LOG_LEVEL: 'warn', PORT: 'http' }), { logFormat: 'pretty', logLevel: 'warn' });
-  assert.deepEqual(loadLogConfig({ 'log-format': 'json' }, { LOG_FORMAT: 'pretty', LOG_LEVEL: 'loud' }), { logFormat: 'json', logLevel: 'info' });
-  assert.deepEqual(loadLogConfig({ 'log-format': 'xml' }, { LOG_LEVEL: 'error' }), { logFormat: 'auto', logLevel: 'error' });
+  assert.deepEqual(loadLogConfig({}, { LOG_FORMAT: 'pretty', LOG_LEVEL: 'warn', PORT: 'http' }, process.cwd()), { logFormat: 'pretty', logLevel: 'warn' });
+  assert.deepEqual(loadLogConfig({ 'log-format': 'json' }, { LOG_FORMAT: 'pretty', LOG_LEVEL: 'loud' }, process.cwd()), { logFormat: 'json', logLevel: 'info' });
+  assert.deepEqual(loadLogConfig({ 'log-format': 'xml' }, { LOG_LEVEL: 'error' }, process.cwd()), { logFormat: 'auto', logLevel: 'error' });
 });

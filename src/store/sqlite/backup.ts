@@ -101,6 +101,10 @@ function fsyncPath(path: string, flags = 'r'): void {
  */
 const LOCKED_WAIT_MS = 5000;
 
+/**
+ * `out` is absolute: the CLI resolves --out against its own working directory (io.cwd), which is not
+ * this process's.
+ */
 export async function backupSqlite(path: string, out: string, { force = false, progress }: BackupOptions = {}): Promise<BackupResult> {
   const store = existingStore(path);
   const final = destination(out, store, force);

@@ -55,7 +55,8 @@ function storeFiles(store: string): string[] {
  * spelt. Paths are compared once symlinks and `..` are resolved (a symlink to the `-wal` included,
  * even a dangling one to a `-journal` that is not there yet); a file that exists is also compared by
  * device and inode, which catches a hard link and `/dev/stdout` redirected into the store.
- * `backup` and `export` both ask this before they write anything.
+ * `backup` and `export` both ask this before they write anything. Both paths are absolute: the CLI
+ * resolves what it was given against its own working directory (io.cwd), which is not this process's.
  */
 export function storeFileProblem(out: string | number, store: string): string | undefined {
   const files = storeFiles(store);

@@ -104,8 +104,11 @@ test('a store that cannot record an attempt: logged once, and the event is attem
       done();
     },
   });
-  // Timeout 1 s: a claim lasts 2 × 1 s + 30 s.
-  const d = webhookService(store, { ...SETTINGS, webhookTimeoutMs: 1000 }, createLogger('info', stream));
+  // A claim lasts twice the timeout plus the lease's fixed part, shortened here from the production
+  // margin so that the lease ends within the test, yet well after the store is writable again: a retry
+  // that came with the unlock, not with the lease's end, would be too early.
+  const leaseMarginMs = 6000;
+  const d = webhookService(store, { ...SETTINGS, webhookTimeoutMs: 1000, leaseMarginMs }, createLogger('info', stream));
   d.start();
   t.after(() => d.stop(Date.now() + 1000));
   await add(store, 'alice', { id: 40n, name: 'a' });
@@ -117,10 +120,12 @@ test('a store that cannot record an attempt: logged once, and the event is attem
   // Past the recording's own time bound (1 s in tests): it failed too.
   await sleep(2500);
   await unlock();
+  const unlockedAt = Date.now();
   // Still claimed: attempted again only once the lease has ended, with the same webhook-id.
   const got = await rx.waitFor(2, 60_000);
   assert.equal(got[1]?.headers['webhook-id'], got[0]?.headers['webhook-id']);
-  assert.ok(got[1]!.at - got[0]!.at >= 30_000, `attempted again after ${got[1]!.at - got[0]!.at} ms`);
+  assert.ok(got[1]!.at - got[0]!.at >= leaseMarginMs, `attempted again after ${got[1]!.at - got[0]!.at} ms`);
+  assert.ok(got[1]!.at > unlockedAt, 'attempted again after the store was writable');
   const list = await attempts(store, endpoint.id, (n) => n >= 1);
   assert.equal(list[0]?.state, 'delivered');
   assert.equal(lines.filter((l) => /failed/.test(l.msg)).length, 1, 'one warning for the outage');

@@ -49,6 +49,12 @@ export interface PluginOptions extends Partial<HttpSettings> {
   /** The unknown-kid refetch cooldown of JWT keys (default 30 s); tests shorten it. Not a setting. */
   readonly jwtCooldownMs?: number;
   /**
+   * How often a failed store is pinged, and how long without a 503 before it counts as back (defaults in
+   * http/plugins/outage.ts); tests shorten them to see an outage end. Not settings.
+   */
+  readonly outageProbeMs?: number;
+  readonly outageQuietMs?: number;
+  /**
    * Told of each endpoint DELETE /webhooks/{id} removed, once the store has removed it and before the
    * answer: server.ts passes its webhook worker's, which then drops the events of it that it holds, so
    * that no attempt starts after the answer. Per app: another app in the process is not told. Without
@@ -168,11 +174,11 @@ export function createServer({ logger, ...overrides }: ServerOptions): FastifyIn
  * not-found handler asks the router which methods the path has (http/plugins/not-found.ts).
  */
 export const plantstore = fp(
-  async function plantstore(app: FastifyInstance, { store: given, jwtCooldownMs, onWebhookDeleted, ...overrides }: PluginOptions): Promise<void> {
+  async function plantstore(app: FastifyInstance, { store: given, jwtCooldownMs, onWebhookDeleted, outageProbeMs, outageQuietMs, ...overrides }: PluginOptions): Promise<void> {
     const settings: HttpSettings = { ...DEFAULTS, ...overrides };
     const late = given instanceof LateStore ? given : undefined;
     const store: Store = given instanceof LateStore ? given.handle : given;
-    const outage = new StoreOutage(store, app.log);
+    const outage = new StoreOutage(store, app.log, { probeMs: outageProbeMs, quietMs: outageQuietMs });
     const sendError = errorSender(outage);
 
     registerJsonParser(app, { maxDepth: settings.maxJsonDepth });

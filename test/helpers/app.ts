@@ -114,7 +114,8 @@ export interface TestStore extends TestDatabase {
   reopen(): Promise<Store>;
 }
 
-export async function testStore(t: TestContext): Promise<TestStore> {
+/** `queryTimeoutMs`: for a test whose requests each wait out a held lock one after another. */
+export async function testStore(t: TestContext, { queryTimeoutMs = TEST_QUERY_TIMEOUT_MS } = {}): Promise<TestStore> {
   const db = await testDatabase(t);
   const handles: Store[] = [];
   const open = async (server: boolean) => {
@@ -122,7 +123,7 @@ export async function testStore(t: TestContext): Promise<TestStore> {
       logger: silentLogger,
       poolSize: 5,
       startupTimeoutMs: 5000,
-      queryTimeoutMs: TEST_QUERY_TIMEOUT_MS,
+      queryTimeoutMs,
       listCachePlants: 100_000, // as in production, so every list test also checks the cache's invalidation
       server,
     });

@@ -154,11 +154,13 @@ export interface TestApp extends TestStore {
 export interface TestAppOptions extends Omit<AppOptions, 'store' | 'logger'> {
   /** Receives the app's JSON log lines (info and up); without it the app logs nothing. */
   readonly logStream?: DestinationStream;
+  /** The store's lock timeout (testStore's), for its own store only. */
+  readonly queryTimeoutMs?: number;
 }
 
 /** An app on a store of its own; `store` lets a test build another app on an existing store. */
-export async function testApp(t: TestContext, { logStream, ...options }: TestAppOptions = {}, existing?: TestStore): Promise<TestApp> {
-  const ts = existing ?? (await testStore(t));
+export async function testApp(t: TestContext, { logStream, queryTimeoutMs, ...options }: TestAppOptions = {}, existing?: TestStore): Promise<TestApp> {
+  const ts = existing ?? (await testStore(t, { queryTimeoutMs }));
   const logger = logStream ? createLogger('info', logStream) : silentLogger;
   const app = await buildApp({ ...options, logger, store: ts.store });
   t.after(() => app.close());

@@ -61,6 +61,14 @@ export interface PluginOptions extends Partial<HttpSettings> {
   readonly store: Store | LateStore;
   /** The unknown-kid refetch cooldown of JWT keys (default 30 s); tests shorten it. Not a setting. */
   readonly jwtCooldownMs?: number;
+  /** How long one fetch of the JWT key set may take (http/auth/jwks.ts by default); tests shorten it. Not a setting. */
+  readonly jwtFetchTimeoutMs?: number;
+  /**
+   * How often a failed store is pinged, and how long without a 503 before it counts as back (defaults in
+   * http/plugins/outage.ts); tests shorten them to see an outage end. Not settings.
+   */
+  readonly outageProbeMs?: number;
+  readonly outageQuietMs?: number;
   /**
    * Told of each endpoint DELETE /webhooks/{id} removed, once the store has removed it and before the
    * answer: server.ts passes its webhook worker's, which then drops the events of it that it holds, so
@@ -184,11 +192,11 @@ export function createServer({ logger, schemaCompilers, ...overrides }: ServerOp
  * not-found handler asks the router which methods the path has (http/plugins/not-found.ts).
  */
 export const plantstore = fp(
-  async function plantstore(app: FastifyInstance, { store: given, jwtCooldownMs, onWebhookDeleted, ...overrides }: PluginOptions): Promise<void> {
+  async function plantstore(app: FastifyInstance, { store: given, jwtCooldownMs, jwtFetchTimeoutMs, onWebhookDeleted, outageProbeMs, outageQuietMs, ...overrides }: PluginOptions): Promise<void> {
     const settings: HttpSettings = { ...DEFAULTS, ...overrides };
     const late = given instanceof LateStore ? given : undefined;
     const store: Store = given instanceof LateStore ? given.handle : given;
-    const outage = new StoreOutage(store, app.log);
+    const outage = new StoreOutage(store, app.log, { probeMs: outageProbeMs, quietMs: outageQuietMs });
     const sendError = errorSender(outage);
 
     registerJsonParser(app, { maxDepth: settings.maxJsonDepth });
@@ -233,7 +241,7 @@ export const plantstore = fp(
       // One set of authentication steps for every route: one token cache, one failure count per address.
       // The JWT verifier (when configured) starts fetching its provider's keys now, in the background:
       // neither start-up nor /readyz waits for the provider.
-      const list = verifiers(store, settings, app.log, { jwtCooldownMs });
+      const list = verifiers(store, settings, app.log, { jwtCooldownMs, jwtFetchTimeoutMs });
       scope.addHook('onClose', (_instance, done) => {
         for (const v of list) v.close?.();
         done();

@@ -20,6 +20,8 @@ export interface OpenOptions {
   readonly listCachePlants?: number;
   /** Opened by a server: on SQLite it then takes the one-server-per-store lock, so its lists may be cached. */
   readonly server?: boolean;
+  /** SQLite, a server: how often it checks that its file is still the one at its path; tests shorten it. */
+  readonly watchIntervalMs?: number | undefined;
   /** Metrics (src/metrics/): group commits, the list cache, the pool. None: the store does no work for them. */
   readonly observer?: StoreObserver | undefined;
   /** Told which migrations the open applied. */
@@ -53,6 +55,7 @@ export async function openStore(location: StoreLocation, options: OpenOptions): 
         observer: options.observer,
         onMigrated: options.onMigrated,
         ...(options.logCreation === undefined ? {} : { logCreation: options.logCreation }),
+        watchIntervalMs: options.watchIntervalMs,
       });
       return server ? cacheLists(store, options.listCachePlants ?? 0, options.observer) : store;
     }

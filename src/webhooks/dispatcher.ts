@@ -19,6 +19,11 @@ export type DispatcherSettings = Pick<
   readonly userAgent: string;
   /** Metrics: told how each attempt ended (src/metrics/). */
   readonly observer?: DeliveryObserver | undefined;
+  /**
+   * The lease's fixed part, beyond twice the timeout; LEASE_MARGIN_MS unless given. An option, not a
+   * user setting: tests shorten it to see a lease end without waiting out the production margin.
+   */
+  readonly leaseMarginMs?: number | undefined;
 };
 
 /** A claim outlives the attempt by this much beyond twice its timeout (a queued wait plus the attempt). */
@@ -64,7 +69,7 @@ export class Dispatcher {
     this.#retentionMs = settings.webhookRetentionMs;
     this.#log = logger.child({ component: 'webhooks' });
     this.#health = new StoreHealth(this.#log);
-    const leaseMs = 2 * settings.webhookTimeoutMs + LEASE_MARGIN_MS;
+    const leaseMs = 2 * settings.webhookTimeoutMs + (settings.leaseMarginMs ?? LEASE_MARGIN_MS);
     const sender = new Sender({
       timeoutMs: settings.webhookTimeoutMs,
       allowPrivate: settings.webhookAllowPrivate,

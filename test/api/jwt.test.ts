@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { test, type TestContext } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { CompactSign, SignJWT, UnsecuredJWT } from 'jose';
 import { ConfigError } from '../../src/config/error.js';
 import { loadConfig } from '../../src/config/load.js';
@@ -104,6 +103,9 @@ test('key rotation at the provider works without a restart; an unknown kid fetch
   const old = await signingKey('ES256', 'old');
   const provider = await TestProvider.start(t, [old]);
   const cooldownMs = 400;
+  // The cooldown is read from Date: a mocked clock passes it at once, and stands still within it however
+  // slow the machine.
+  t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
   const { app } = await jwtApp(t, provider, { jwtCooldownMs: cooldownMs });
   const claims = { sub: 'alice', scope: 'plants:read' };
   assert.equal((await list(app, await sign(provider, claims, { key: old }))).statusCode, 200);
@@ -111,14 +113,14 @@ test('key rotation at the provider works without a restart; an unknown kid fetch
 
   const rotated = await signingKey('ES256', 'new');
   provider.published = [rotated, old];
-  await sleep(cooldownMs + 50);
+  t.mock.timers.tick(cooldownMs + 50);
   // A token with the new kid: one fetch finds it. Concurrent ones share that fetch.
   const fresh = await Promise.all([1, 2, 3].map(() => sign(provider, claims, { key: rotated })));
   for (const res of await Promise.all(fresh.map((jwt) => list(app, jwt)))) assert.equal(res.statusCode, 200, res.body);
   assert.equal(provider.jwksRequests, 2);
 
   // Tokens naming kids the provider does not have: the first after the cooldown fetches once, the rest wait.
-  await sleep(cooldownMs + 50);
+  t.mock.timers.tick(cooldownMs + 50);
   const stranger = await signingKey('ES256', 'stranger');
   for (let i = 0; i < 5; i++) {
     const res = await list(app, await sign(provider, claims, { key: stranger, kid: `unknown-${i}` }));
@@ -152,12 +154,14 @@ test('provider down: tokens with cached keys keep working, an unknown key is 503
   let logged = '';
   logs.on('data', (d) => (logged += d));
   const cooldownMs = 300;
+  // The cooldown is read from Date: a mocked clock passes it at once.
+  t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
   const { app } = await jwtApp(t, provider, { jwtCooldownMs: cooldownMs, logStream: logs });
   const claims = { sub: 'alice', scope: 'plants:read' };
   assert.equal((await list(app, await sign(provider, claims, { key }))).statusCode, 200);
 
   provider.down = true;
-  await sleep(cooldownMs + 50);
+  t.mock.timers.tick(cooldownMs + 50);
   // A token never seen before, signed with the cached key: verified with the cached key, no fetch needed.
   assert.equal((await list(app, await sign(provider, { sub: 'bob', scope: 'plants:read' }, { key }))).statusCode, 200);
   const rotated = await signingKey('EdDSA', 'rotated');
@@ -176,7 +180,7 @@ test('provider down: tokens with cached keys keep working, an unknown key is 503
 
   provider.published = [rotated, key];
   provider.down = false;
-  await sleep(cooldownMs + 50);
+  t.mock.timers.tick(cooldownMs + 50);
   assert.equal((await list(app, unknown)).statusCode, 200, 'the key is fetched once the provider is back');
   assert.equal(lines().filter((l) => l.msg.startsWith('identity provider reachable again')).length, 1, logged);
   assert.ok(!logged.includes(unknown.split('.')[2] ?? '-'), 'the token never reaches the log');

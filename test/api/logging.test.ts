@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { test, type TestContext } from 'node:test';
 import { buildApp } from '../../src/app.js';
 import { createLogger } from '../../src/logger.js';
@@ -16,19 +15,24 @@ interface LogLine {
 }
 
 /** An app on a fresh store whose log, at `level`, the test reads. */
-async function loggedApp(t: TestContext, level: string) {
-  const ts = await testStore(t);
+async function loggedApp(t: TestContext, level: string, timing: { queryTimeoutMs?: number; outageProbeMs?: number; outageQuietMs?: number } = {}) {
+  const { queryTimeoutMs, ...outage } = timing;
+  const ts = await testStore(t, { queryTimeoutMs });
   const stream = new PassThrough();
   let text = '';
   stream.on('data', (d) => (text += d));
-  const app = await buildApp({ store: ts.store, logger: createLogger(level, stream) });
+  const app = await buildApp({ store: ts.store, logger: createLogger(level, stream), ...outage });
   t.after(() => app.close());
   const lines = (): LogLine[] => text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as LogLine);
   return { ...ts, app, text: () => text, lines };
 }
 
 test('a store outage is logged once at warn, without a stack, and its end once at info; not once per request', async (t) => {
-  const { app, store, lines, text, holdWriteLock } = await loggedApp(t, 'info');
+  // Each failed create waits out the store's lock timeout, and on SQLite they wait one after another: a
+  // short timeout keeps the outage's many requests from adding up to a long wait. The outage's quiet
+  // period, shortened too so that its end is seen soon, stays several times the gap between two failures:
+  // a quiet period shorter than that gap would end the outage between them.
+  const { app, store, lines, text, holdWriteLock } = await loggedApp(t, 'info', { queryTimeoutMs: 200, outageProbeMs: 100, outageQuietMs: 1000 });
   const alice = (await issueToken(store, { user: 'alice' })).secret;
   const release = await holdWriteLock();
   let released = false;
@@ -56,7 +60,7 @@ test('at debug level, a refused bearer token logs why (malformed, unknown, expir
   const revoked = await issueToken(store, { user: 'alice' });
   await store.tokens.revokeToken(revoked.record.id);
   const expired = await issueToken(store, { user: 'alice', expiresInMs: 1 });
-  await sleep(5);
+  await eventually(() => (Date.now() > expired.record.expiresAt!.getTime() ? true : undefined), 'the token to expire');
   const unknown = 'pst_thisTokenWasNeverIssued0123456789abcdef';
   const malformed = 'not,a;token';
   const cases = [

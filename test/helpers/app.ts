@@ -115,7 +115,8 @@ export interface TestStore extends TestDatabase {
   reopen(): Promise<Store>;
 }
 
-export async function testStore(t: TestContext): Promise<TestStore> {
+/** `queryTimeoutMs`: for a test whose requests each wait out a held lock one after another. */
+export async function testStore(t: TestContext, { queryTimeoutMs = TEST_QUERY_TIMEOUT_MS } = {}): Promise<TestStore> {
   const db = await testDatabase(t);
   const handles: Store[] = [];
   const open = async (server: boolean) => {
@@ -123,7 +124,7 @@ export async function testStore(t: TestContext): Promise<TestStore> {
       logger: silentLogger,
       poolSize: 5,
       startupTimeoutMs: 5000,
-      queryTimeoutMs: TEST_QUERY_TIMEOUT_MS,
+      queryTimeoutMs,
       listCachePlants: 100_000, // as in production, so every list test also checks the cache's invalidation
       server,
     });
@@ -157,11 +158,13 @@ export interface TestApp extends TestStore {
 export interface TestAppOptions extends Omit<AppOptions, 'store' | 'logger'> {
   /** Receives the app's JSON log lines (info and up); without it the app logs nothing. */
   readonly logStream?: DestinationStream;
+  /** The store's lock timeout (testStore's), for its own store only. */
+  readonly queryTimeoutMs?: number;
 }
 
 /** An app on a store of its own; `store` lets a test build another app on an existing store. */
-export async function testApp(t: TestContext, { logStream, ...options }: TestAppOptions = {}, existing?: TestStore): Promise<TestApp> {
-  const ts = existing ?? (await testStore(t));
+export async function testApp(t: TestContext, { logStream, queryTimeoutMs, ...options }: TestAppOptions = {}, existing?: TestStore): Promise<TestApp> {
+  const ts = existing ?? (await testStore(t, { queryTimeoutMs }));
   const logger = logStream ? createLogger('info', logStream) : silentLogger;
   const app = await buildApp({ schemaCompilers: SCHEMA_COMPILERS, ...options, logger, store: ts.store });
   t.after(() => app.close());

@@ -27,7 +27,7 @@ function holdWriteLock(path: string): () => void {
   };
 }
 
-test('while another process holds the write lock for 8 s, /healthz and a cached list answer within 100 ms, a create answers 503 50300 after 5 s', async (t) => {
+test('while another process holds the write lock, /healthz and a cached list answer within 100 ms, a create answers 503 50300 after 5 s', async (t) => {
   const { server, path, create, list } = await servedSqlite(t);
   assert.equal((await create(1)).status, 200);
   assert.equal((await list()).status, 200, 'the list is now cached');
@@ -35,10 +35,13 @@ test('while another process holds the write lock for 8 s, /healthz and a cached 
   const release = holdWriteLock(path);
   t.after(release);
   const held = performance.now();
-  const blocked = create(2);
-  // Requests fired on a clock, not one after the other: a blocked event loop delays every one sent meanwhile.
+  let answered = false;
+  const blocked = create(2).finally(() => (answered = true));
+  // Requests fired on a clock, not one after the other: a blocked event loop delays every one sent
+  // meanwhile. Sampled for as long as the create waits on the lock, which is the window that matters.
   const samples: Array<Promise<{ health: Answer; list: Answer }>> = [];
-  while (performance.now() - held < 8000) {
+  while (!answered) {
+    assert.ok(performance.now() - held < 60_000, 'the blocked create never answered');
     samples.push(Promise.all([call(`${server.url}/healthz`), list()]).then(([health, cached]) => ({ health, list: cached })));
     await sleep(100);
   }
@@ -67,6 +70,7 @@ test('a create that finds the write lock taken succeeds once it is released with
   const release = holdWriteLock(path);
   t.after(release);
   const pending = create(1);
+  // A window in which nothing may answer: the create must still be waiting on the lock when it is released.
   await sleep(1500);
   release();
   const answer = await pending;
@@ -82,11 +86,14 @@ test('writes waiting for the lock keep their order, and each waits the busy time
     () => assert.fail('the first write should have timed out'),
     (error: unknown) => ({ error, ms: performance.now() - started }),
   );
+  // The scenario's own clock, not a wait for an event: the later writes start partway through the
+  // first one's busy timeout, so that they are still within theirs when it fails.
   await sleep(TEST_QUERY_TIMEOUT_MS * 0.6);
   const later = [2n, 3n, 4n].map((id) => store.plants.createPlant('alice', { id, name: `p${id}` }));
   const failed = await first;
   assert.ok(failed.error instanceof StoreUnavailableError);
   assert.ok(failed.ms >= TEST_QUERY_TIMEOUT_MS - 50, `the first write failed after ${failed.ms.toFixed(0)} ms`);
+  // The later writes must not fail when the first does: the lock is held on past that moment.
   await sleep(TEST_QUERY_TIMEOUT_MS * 0.2);
   await release();
   assert.deepEqual(await Promise.all(later), ['created', 'created', 'created']);
@@ -100,6 +107,7 @@ test('the cursor key, written at the first list that needs a cursor, waits for a
   const release = await hold();
   let settled = false;
   const pending = store.secrets.cursorKey().finally(() => (settled = true));
+  // A window in which nothing may happen: the key must not be settled while the lock is held.
   await sleep(300);
   assert.equal(settled, false, 'it waits while the lock is held');
   await release();

@@ -10,6 +10,9 @@ import { call, errorCode, servedSqlite } from '../helpers/sqlite-spawn.js';
 
 if (BACKEND !== 'sqlite') throw new Error('test/sqlite/* runs on SQLite only');
 
+/** The in-process stores check their file often: the test waits for the check, not for the production interval. */
+const WATCH_MS = 50;
+
 function logLines(server: ServerProcess): Array<{ level: number; msg: string; path?: string }> {
   return server.logs().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
 }
@@ -66,7 +69,7 @@ test('a store file replaced by renaming another SQLite file over it: within seco
 test('a store file moved away and back: the store is unavailable meanwhile and serves again once the same file is back', async (t) => {
   const { config, url } = await testDatabase(t);
   const path = url.slice('sqlite:'.length);
-  const store = await openStore(config, { logger: silentLogger, poolSize: 1, startupTimeoutMs: 1000, server: true });
+  const store = await openStore(config, { logger: silentLogger, poolSize: 1, startupTimeoutMs: 1000, server: true, watchIntervalMs: WATCH_MS });
   t.after(() => store.close());
   assert.equal(await store.plants.createPlant('alice', { id: 1n, name: 'a' }), 'created');
   renameSync(path, `${path}.moved`);
@@ -83,7 +86,7 @@ test('a store file moved away and back: the store is unavailable meanwhile and s
 test('a cached page is not served once the store file is moved away: the list is refused like any read, and served again once the file is back', async (t) => {
   const { config, url } = await testDatabase(t);
   const path = url.slice('sqlite:'.length);
-  const store = await openStore(config, { logger: silentLogger, poolSize: 1, startupTimeoutMs: 1000, listCachePlants: 1000, server: true });
+  const store = await openStore(config, { logger: silentLogger, poolSize: 1, startupTimeoutMs: 1000, listCachePlants: 1000, server: true, watchIntervalMs: WATCH_MS });
   t.after(() => store.close());
   assert.equal(await store.plants.createPlant('alice', { id: 1n, name: 'a' }), 'created');
   const query = { owner: 'alice', limit: 10 };

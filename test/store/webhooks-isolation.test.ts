@@ -104,8 +104,20 @@ test('a store that cannot record an attempt: logged once, and the event is attem
       done();
     },
   });
-  // Timeout 1 s: a claim lasts 2 × 1 s + 30 s.
-  const d = webhookService(store, { ...SETTINGS, webhookTimeoutMs: 1000 }, createLogger('info', stream));
+  // A claim lasts twice the timeout plus the lease's fixed part, shortened here from the production
+  // margin so that the lease ends within the test, yet well after the store is writable again: a retry
+  // that came with the unlock, not with the lease's end, would be too early. It stays above the claims'
+  // own start margin (claims.ts), or a claimed event would be given back before its first attempt.
+  const leaseMarginMs = 6000;
+  // Told when recording an attempt fails: the event to wait for once the store is locked.
+  const record = store.outbox.recordAttempts.bind(store.outbox);
+  let recordingFailed: () => void = () => undefined;
+  const failedRecording = new Promise<void>((resolve) => (recordingFailed = resolve));
+  store.outbox.recordAttempts = (...args) => record(...args).catch((error: unknown) => {
+    recordingFailed();
+    throw error;
+  });
+  const d = webhookService(store, { ...SETTINGS, webhookTimeoutMs: 1000, leaseMarginMs }, createLogger('info', stream));
   d.start();
   t.after(() => d.stop(Date.now() + 1000));
   await add(store, 'alice', { id: 40n, name: 'a' });
@@ -114,13 +126,15 @@ test('a store that cannot record an attempt: logged once, and the event is attem
   rx.answerHanging(200); // delivered, but the store cannot record it
   // Claims (the poll) and the recording both fail; whichever fails first is the outage's one warning.
   await eventually(() => (lines.some((l) => /webhook .* failed/.test(l.msg)) ? true : undefined), 'failure logged');
-  // Past the recording's own time bound (1 s in tests): it failed too.
-  await sleep(2500);
+  // The recording, past its own time bound, failed too.
+  await failedRecording;
   await unlock();
+  const unlockedAt = Date.now();
   // Still claimed: attempted again only once the lease has ended, with the same webhook-id.
   const got = await rx.waitFor(2, 60_000);
   assert.equal(got[1]?.headers['webhook-id'], got[0]?.headers['webhook-id']);
-  assert.ok(got[1]!.at - got[0]!.at >= 30_000, `attempted again after ${got[1]!.at - got[0]!.at} ms`);
+  assert.ok(got[1]!.at - got[0]!.at >= leaseMarginMs, `attempted again after ${got[1]!.at - got[0]!.at} ms`);
+  assert.ok(got[1]!.at > unlockedAt, 'attempted again after the store was writable');
   const list = await attempts(store, endpoint.id, (n) => n >= 1);
   assert.equal(list[0]?.state, 'delivered');
   assert.equal(lines.filter((l) => /failed/.test(l.msg)).length, 1, 'one warning for the outage');
@@ -163,7 +177,8 @@ test('a retry is due its delay after the failed attempt ended, however long its 
   await sleep(200);
   failing.answerHanging(503);
   const failedAt = Date.now();
-  // The store stays unwritable for 2 s, then records both.
+  // A window in which nothing can be recorded: the store stays unwritable for 2 s, then records both. The
+  // gap between the failure and its recording is what the due time must not count from.
   await sleep(2000);
   await unlock();
   const [attempt] = await attempts(store, endpoint.id, (n) => n >= 1);

@@ -33,17 +33,18 @@ const challenge = (params = ''): Record<string, string> => ({
  * The verifiers, first match wins: JWTs (jwt.ts, by their shape) when JWT_ISSUER or JWT_JWKS_URL is
  * set, then opaque tokens, which take anything else. Without JWT settings the list has one verifier,
  * which the hook then calls without asking (see `only` below): opaque tokens cost what they did before.
- * `jwtCooldownMs` shortens the unknown-kid refetch cooldown (tests only).
+ * `jwtCooldownMs` shortens the unknown-kid refetch cooldown, `jwtFetchTimeoutMs` a key set fetch's time
+ * bound (tests only).
  */
 export function verifiers(
   store: Store,
   settings?: JwtSettings,
   log?: FastifyBaseLogger,
-  { jwtCooldownMs }: { jwtCooldownMs?: number | undefined } = {},
+  { jwtCooldownMs, jwtFetchTimeoutMs }: { jwtCooldownMs?: number | undefined; jwtFetchTimeoutMs?: number | undefined } = {},
 ): readonly Verifier[] {
   const opaque = new OpaqueTokenVerifier(store);
   if (settings === undefined || log === undefined || !jwtConfigured(settings)) return [opaque];
-  return [new JwtVerifier(settings, log, { cooldownMs: jwtCooldownMs }), opaque];
+  return [new JwtVerifier(settings, log, { cooldownMs: jwtCooldownMs, fetchTimeoutMs: jwtFetchTimeoutMs }), opaque];
 }
 
 export interface AuthenticationOptions {

@@ -37,6 +37,8 @@ export interface ProviderOptions {
   readonly log: FastifyBaseLogger;
   /** KEY_REFETCH_COOLDOWN_MS; tests shorten it. */
   readonly cooldownMs?: number | undefined;
+  /** How long one fetch may take, FETCH_TIMEOUT_MS unless given; tests shorten it. */
+  readonly fetchTimeoutMs?: number | undefined;
 }
 
 type KeyLookup = (header: JWSHeaderParameters, token: FlattenedJWSInput) => Promise<CryptoKey>;
@@ -63,7 +65,7 @@ export function refreshPeriodOf(cacheControl: string | null): number {
 }
 
 /** GETs a JSON document, bounded in time and size; redirects are not followed. */
-async function fetchJson(url: string, stop: AbortSignal): Promise<{ json: unknown; cacheControl: string | null }> {
+async function fetchJson(url: string, stop: AbortSignal, timeoutMs: number): Promise<{ json: unknown; cacheControl: string | null }> {
   // Every message names the document as shownUrl shows it: a key set URL may carry an API key.
   const where = shownUrl(url);
   let response: Response;
@@ -71,7 +73,7 @@ async function fetchJson(url: string, stop: AbortSignal): Promise<{ json: unknow
     response = await fetch(url, {
       headers: { accept: 'application/json, application/jwk-set+json' },
       redirect: 'manual',
-      signal: AbortSignal.any([AbortSignal.timeout(FETCH_TIMEOUT_MS), stop]),
+      signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), stop]),
     });
   } catch (error) {
     throw new FetchFailure(`${where}: ${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}`);
@@ -116,6 +118,7 @@ export class ProviderKeys {
   readonly #algorithms: readonly string[];
   readonly #log: FastifyBaseLogger;
   readonly #cooldownMs: number;
+  readonly #fetchTimeoutMs: number;
   /** From discovery; forgotten when a fetch fails, so that the next one discovers again. */
   #jwksUrl: string | null;
   #keys: KeySet | undefined;
@@ -128,13 +131,14 @@ export class ProviderKeys {
   /** Aborts a fetch in flight when the app closes, so that it does not hold the process. */
   readonly #stop = new AbortController();
 
-  constructor({ issuer, jwksUrl, algorithms, log, cooldownMs = KEY_REFETCH_COOLDOWN_MS }: ProviderOptions) {
+  constructor({ issuer, jwksUrl, algorithms, log, cooldownMs = KEY_REFETCH_COOLDOWN_MS, fetchTimeoutMs = FETCH_TIMEOUT_MS }: ProviderOptions) {
     this.#issuer = issuer;
     this.#algorithms = algorithms;
     this.#configuredJwksUrl = jwksUrl;
     this.#jwksUrl = jwksUrl;
     this.#log = log;
     this.#cooldownMs = cooldownMs;
+    this.#fetchTimeoutMs = fetchTimeoutMs;
     void this.#fetch();
   }
 
@@ -181,7 +185,7 @@ export class ProviderKeys {
     if (this.#jwksUrl === null && this.#issuer !== null) this.#jwksUrl = await this.#discover(this.#issuer);
     if (this.#jwksUrl === null) throw new FetchFailure('no key set URL');
     const url = this.#jwksUrl;
-    const { json, cacheControl } = await fetchJson(url, this.#stop.signal);
+    const { json, cacheControl } = await fetchJson(url, this.#stop.signal, this.#fetchTimeoutMs);
     const screened = await screenKeys(publicSignatureKeys(json, url).keys, this.#algorithms);
     const unusable = new Set(screened.unusable.keys());
     for (const [kid, reason] of screened.unusable) {
@@ -201,7 +205,7 @@ export class ProviderKeys {
 
   async #discover(issuer: string): Promise<string> {
     const url = discoveryUrl(issuer);
-    const { json } = await fetchJson(url, this.#stop.signal);
+    const { json } = await fetchJson(url, this.#stop.signal, this.#fetchTimeoutMs);
     const where = shownUrl(url);
     const doc = (json ?? {}) as { issuer?: unknown; jwks_uri?: unknown };
     // OpenID Connect Discovery §4.3: the document must name the issuer it was fetched for.

@@ -149,7 +149,11 @@ export class JwtVerifier implements Verifier {
   /** Verifications in flight, so that concurrent requests with one new token share one. */
   readonly #pending = new Map<string, Promise<Verdict>>();
 
-  constructor(settings: JwtSettings, log: FastifyBaseLogger, { cooldownMs }: { cooldownMs?: number | undefined } = {}) {
+  constructor(
+    settings: JwtSettings,
+    log: FastifyBaseLogger,
+    { cooldownMs, fetchTimeoutMs }: { cooldownMs?: number | undefined; fetchTimeoutMs?: number | undefined } = {},
+  ) {
     this.#settings = settings;
     this.#options = {
       ...(settings.jwtIssuer === null ? {} : { issuer: settings.jwtIssuer }),
@@ -160,7 +164,7 @@ export class JwtVerifier implements Verifier {
       requiredClaims: ['exp'],
     };
     this.#keys = new ProviderKeys({
-      issuer: settings.jwtIssuer, jwksUrl: settings.jwtJwksUrl, algorithms: settings.jwtAlgorithms, log, cooldownMs,
+      issuer: settings.jwtIssuer, jwksUrl: settings.jwtJwksUrl, algorithms: settings.jwtAlgorithms, log, cooldownMs, fetchTimeoutMs,
     });
   }
 

@@ -17,15 +17,20 @@ const OUTAGE_QUIET_MS = 5000;
 export class StoreOutage {
   readonly #store: Store;
   readonly #log: FastifyBaseLogger;
+  readonly #probeMs: number;
+  readonly #quietMs: number;
   #since = 0;
   #lastFailure = 0;
   #failures = 0;
   #probe: NodeJS.Timeout | undefined;
   #pinging = false;
 
-  constructor(store: Store, log: FastifyBaseLogger) {
+  /** `timing`: the probe interval and the quiet period, OUTAGE_PROBE_MS and OUTAGE_QUIET_MS unless given. */
+  constructor(store: Store, log: FastifyBaseLogger, timing: { readonly probeMs?: number | undefined; readonly quietMs?: number | undefined } = {}) {
     this.#store = store;
     this.#log = log;
+    this.#probeMs = timing.probeMs ?? OUTAGE_PROBE_MS;
+    this.#quietMs = timing.quietMs ?? OUTAGE_QUIET_MS;
   }
 
   /** A request was answered 503 50300 because of `error`. */
@@ -36,19 +41,19 @@ export class StoreOutage {
     this.#since = this.#lastFailure;
     this.#failures = 1;
     log.warn(error.message);
-    this.#probe = setInterval(() => this.#check(), OUTAGE_PROBE_MS).unref();
+    this.#probe = setInterval(() => this.#check(), this.#probeMs).unref();
   }
 
   #check(): void {
     // A ping may take longer than the interval (a PostgreSQL connect timeout): one at a time.
-    if (this.#pinging || Date.now() - this.#lastFailure < OUTAGE_QUIET_MS) return;
+    if (this.#pinging || Date.now() - this.#lastFailure < this.#quietMs) return;
     this.#pinging = true;
     const probe = this.#probe;
     this.#store.health.ping().then(
       () => {
         this.#pinging = false;
         // A failure may have come in while the ping was under way: the outage is not over then.
-        if (this.#probe !== probe || Date.now() - this.#lastFailure < OUTAGE_QUIET_MS) return;
+        if (this.#probe !== probe || Date.now() - this.#lastFailure < this.#quietMs) return;
         this.stop();
         this.#log.info({ unavailableForMs: Date.now() - this.#since, failedRequests: this.#failures }, 'store available again');
       },

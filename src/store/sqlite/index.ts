@@ -45,6 +45,8 @@ export interface SqliteOptions {
   readonly onMigrated?: MigrationsApplied | undefined;
   /** Log that a store was created (the CLI says so itself, in its own words, before it opens one). */
   readonly logCreation?: boolean;
+  /** How often a server checks its file, WATCH_INTERVAL_MS unless given; tests shorten it. Not a setting. */
+  readonly watchIntervalMs?: number | undefined;
 }
 
 /**
@@ -71,7 +73,7 @@ async function whenNotBusy<T>(what: () => T, deadline: number): Promise<T> {
  */
 export async function openSqliteStore(
   path: string,
-  { busyTimeoutMs = BUSY_TIMEOUT_MS, server = false, logger, observer, onMigrated, logCreation = true }: SqliteOptions = {},
+  { busyTimeoutMs = BUSY_TIMEOUT_MS, server = false, logger, observer, onMigrated, logCreation = true, watchIntervalMs = WATCH_INTERVAL_MS }: SqliteOptions = {},
 ): Promise<CacheableStore & TransferableStore> {
   const realPath = prepareStorePath(path);
   const lock = server ? takeServerLock(path, realPath) : undefined;
@@ -96,7 +98,7 @@ export async function openSqliteStore(
     if (created && logCreation) logger?.info({ path: realPath }, `no store at ${named(path, realPath)}: created a new, empty one`);
     const store = new SqliteStore(db, lock, { path, realPath, busyTimeoutMs, logger, observer });
     if (server) {
-      await store.watch(deadline);
+      await store.watch(deadline, watchIntervalMs);
       store.checkpointInBackground();
       await store.releaseOrphanedClaims();
     }
@@ -176,7 +178,7 @@ class SqliteStore implements CacheableStore, TransferableStore {
   }
 
   /** Server only: learn now whether the file can be written, and from now on whether it is still the file at its path. */
-  async watch(deadline: number): Promise<void> {
+  async watch(deadline: number, intervalMs: number): Promise<void> {
     try {
       await whenNotBusy(this.#state.probe, deadline);
     } catch (error) {
@@ -184,7 +186,7 @@ class SqliteStore implements CacheableStore, TransferableStore {
       this.#state.cannotWrite(error);
     }
     const { realPath } = this.#state.file;
-    this.#stopWatch = watchIdentity(realPath, identityOf(realPath), WATCH_INTERVAL_MS, (problem) => this.#state.fileChanged(problem));
+    this.#stopWatch = watchIdentity(realPath, identityOf(realPath), intervalMs, (problem) => this.#state.fileChanged(problem));
   }
 
   /**

@@ -23,10 +23,16 @@ const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/test';
 const FILES_AT_ONCE = 6;
 const files = (dir) => readdirSync(dir).filter((f) => f.endsWith('.test.ts')).sort().map((f) => `${dir}/${f}`);
 const only = process.argv.slice(2); // e.g. `npm test -- sqlite` runs one backend
-// Folders whose files take longest (real processes, packages) first, so that no long file starts last.
+// Folders whose files take longest (real processes) first, so that no long file starts last. First of
+// all the package tests (test/contract/*-package): packing and installing take longest, at a low
+// priority (test/helpers/packages.ts), so they must start at once to finish with the rest.
 const BOTH = ['test/process', 'test/store', 'test/api', 'test/cli'].flatMap(files);
 const ONCE = ['test/contract', 'test/unit'].flatMap(files);
-const FILES = { sqlite: [...files('test/sqlite'), ...ONCE, ...BOTH], postgres: [...files('test/postgres'), ...BOTH] };
+const PACKAGES = ONCE.filter((f) => f.endsWith('-package.test.ts'));
+const FILES = {
+  sqlite: [...PACKAGES, ...files('test/sqlite'), ...ONCE.filter((f) => !PACKAGES.includes(f)), ...BOTH],
+  postgres: [...files('test/postgres'), ...BOTH],
+};
 
 async function reachable(url) {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { cpSync, existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ROOT } from '../helpers/markdown.js';
+import { ROOT } from '../helpers/checkout.js';
 import { run, scratch } from '../helpers/packages.js';
 
 /**

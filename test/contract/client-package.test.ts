@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CHROMIUM, chromiumMissing, launchChromium } from '../helpers/browser.js';
 import { served } from '../helpers/client.js';
-import { ROOT } from '../helpers/markdown.js';
+import { ROOT } from '../helpers/checkout.js';
 import { emptyProject, npm, pack, run, type Packed } from '../helpers/packages.js';
 
 /**

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import * as client from '@plantstore/client';
 import * as compatible from 'plantstore/client';
 import { clientTypes, CLIENT_TYPES_FILE } from '../../scripts/client-types.js';
+import { ROOT } from '../helpers/checkout.js';
 
 const GENERATED = 'packages/client/src/generated/openapi.ts';
 
@@ -16,13 +18,13 @@ test(`${GENERATED} is what npm run client:types makes of the /openapi.json the r
 
 test('import "@plantstore/client" resolves, through the workspace, to the client package\'s build and its types', () => {
   const resolved = fileURLToPath(import.meta.resolve('@plantstore/client'));
-  assert.equal(resolved, fileURLToPath(new URL('../../packages/client/dist/index.js', import.meta.url)));
+  assert.equal(resolved, join(ROOT, 'packages/client/dist/index.js'));
   assert.ok(existsSync(resolved.replace(/\.js$/, '.d.ts')), 'npm run build emits the declarations');
 });
 
 test('import "plantstore/client" still works, and is the package itself: the same classes, not a copy', () => {
   const resolved = fileURLToPath(import.meta.resolve('plantstore/client'));
-  assert.equal(resolved, fileURLToPath(new URL('../../dist/client.js', import.meta.url)));
+  assert.equal(resolved, join(ROOT, 'dist/client.js'));
   assert.ok(existsSync(resolved.replace(/\.js$/, '.d.ts')), 'npm run build emits the declarations');
   assert.deepEqual(Object.keys(compatible).sort(), Object.keys(client).sort());
   assert.equal(compatible.PlantStore, client.PlantStore);

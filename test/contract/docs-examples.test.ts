@@ -6,7 +6,8 @@ import { dirname, join, normalize } from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { Webhook } from 'standardwebhooks';
-import { documentationFiles, isExample, isJavaScript, isShell, readPage, ROOT, type Page } from '../helpers/markdown.js';
+import { ROOT } from '../helpers/checkout.js';
+import { documentationFiles, isExample, isJavaScript, isShell, readPage, type Page } from '../helpers/markdown.js';
 
 /**
  * The documentation's examples and links, read without running anything: every shell and JavaScript

@@ -2,11 +2,10 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { ROOT } from '../helpers/checkout.js';
 
 // The shape of the code (docs/development.md, "Who may import whom"), checked from the import lines
 // themselves: a rule that only a page states is broken by the first change that does not read it.
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const GENERATED = new Set(['packages/client/src/generated/openapi.ts']);
 
 function sources(dir: string): string[] {

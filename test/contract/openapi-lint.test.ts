@@ -4,17 +4,16 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { buildApp } from '../../src/app.js';
 import { LateStore } from '../../src/store/wrappers/late.js';
 import { silentLogger } from '../helpers/app.js';
+import { ROOT } from '../helpers/checkout.js';
 
 /**
  * /openapi.json, as the server serves it, passes Redocly's recommended rules (redocly.yaml) and Spectral's
  * OpenAPI rules (.spectral.yaml) with no error and no warning. `npm run lint:openapi` runs this file alone.
  */
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 interface Finding {
   readonly severity: string;

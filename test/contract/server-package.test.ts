@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { spawnServer, type CliResult } from '../helpers/process.js';
-import { ROOT } from '../helpers/markdown.js';
+import { ROOT } from '../helpers/checkout.js';
 import { prebuiltHost, type PrebuiltHost } from '../helpers/prebuilt-host.js';
 import { copyCheckout, emptyProject, npm, pack, run, type Packed } from '../helpers/packages.js';
 

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { ROOT } from './checkout.js';
 
 /**
  * The user documentation as the docs tests read it: README.md, CHANGELOG.md, docs/*.md and the client
@@ -24,7 +24,6 @@ import { fileURLToPath } from 'node:url';
  * and a number for any number (ids, times and sizes differ from run to run).
  */
 
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /**
  * README.md, CHANGELOG.md, every page under docs/ and the client package's README and changelog (they

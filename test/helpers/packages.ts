@@ -4,7 +4,7 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, write
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { ROOT } from './markdown.js';
+import { ROOT } from './checkout.js';
 import { outputOf, type CliResult } from './process.js';
 
 /**

@@ -6,7 +6,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { ROOT } from './markdown.js';
+import { ROOT } from './checkout.js';
 
 /**
  * A stand-in for the host better-sqlite3's install script downloads its prebuilt addon from (GitHub's

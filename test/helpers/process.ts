@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import type { TestContext } from 'node:test';
+import { ROOT } from './checkout.js';
 
 /** The installed command, as `npx plantstore` runs it (dist/ is built by `npm test` first). */
-export const BIN = fileURLToPath(new URL('../../bin/plantstore.js', import.meta.url));
+export const BIN = join(ROOT, 'bin/plantstore.js');
 
 type Env = Record<string, string | undefined>;
 

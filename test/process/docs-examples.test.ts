@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import pg from 'pg';
 import { DocSession, freePort } from '../helpers/doc-session.js';
-import { documentationFiles, isExample, isShell, matchesShown, readPage, ROOT, stepsOf, type Page } from '../helpers/markdown.js';
+import { ROOT } from '../helpers/checkout.js';
+import { documentationFiles, isExample, isShell, matchesShown, readPage, stepsOf, type Page } from '../helpers/markdown.js';
 
 /**
  * Every example of the README and docs/ that can run here runs here, as a reader would type it: each

@@ -27,7 +27,7 @@ const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/test';
  * Test files at once. On two cores, enough for one file's waits to be another's computing, few enough
  * that a file's own timers do not slip.
  */
-const FILES_AT_ONCE = 6;
+const FILES_AT_ONCE = 8;
 const files = (dir) => readdirSync(dir).filter((f) => f.endsWith('.test.ts')).sort().map((f) => `${dir}/${f}`);
 const only = process.argv.slice(2); // e.g. `npm test -- sqlite` runs one backend
 // Folders whose files take longest (real processes) first, so that no long file starts last. First of

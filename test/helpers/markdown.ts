@@ -24,7 +24,6 @@ import { ROOT } from './checkout.js';
  * and a number for any number (ids, times and sizes differ from run to run).
  */
 
-
 /**
  * README.md, CHANGELOG.md, every page under docs/ and the client package's README and changelog (they
  * go into its tarball), as paths from the repository's root.

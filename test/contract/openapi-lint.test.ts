@@ -14,7 +14,6 @@ import { ROOT } from '../helpers/checkout.js';
  * OpenAPI rules (.spectral.yaml) with no error and no warning. `npm run lint:openapi` runs this file alone.
  */
 
-
 interface Finding {
   readonly severity: string;
   readonly rule: string;

@@ -5,10 +5,13 @@
 //   test/sqlite/*.test.ts              SQLite only (file paths, the default store)
 //   test/postgres/*.test.ts            PostgreSQL only (several instances, migrations racing, outages)
 //
-// Both backends' files share one pool of processes, one per file: most files spend most
-// of their time waiting (for a process to start, a timer, a receiver), and another file computes
-// meanwhile. A line is printed as each file ends; the files' reports follow once all have ended, then
-// every failure again, together, and the counts.
+// Both backends' files share one pool of processes: most files spend most of their time waiting (for
+// a process to start, a timer, a receiver), and another process computes meanwhile. A file that starts
+// real processes (test/process, test/sqlite, test/postgres, the package tests) has a process of its
+// own; the others, which call the code in-process, run a few to a process, one after another
+// (scripts/test-files.mjs): loading the app's modules costs each process about a second of CPU, as much
+// as many of those files' tests. A line is printed as each process ends; the reports follow once all
+// have ended, then every failure again, together, and the counts.
 //
 // The files run compiled, not under tsx: one tsc run type-checks the project and writes JavaScript into
 // a folder of its own, shaped as the checkout, whose other files are links to the checkout's (so that
@@ -27,18 +30,34 @@ const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/test';
  * Test files at once. On two cores, enough for one file's waits to be another's computing, few enough
  * that a file's own timers do not slip.
  */
-const FILES_AT_ONCE = 8;
+const PROCESSES_AT_ONCE = 8;
+/**
+ * In-process test files to a process. Few enough that a process's files, which run one after another,
+ * end with the rest; a file that failed is still named, by each failing test's location.
+ */
+const FILES_PER_PROCESS = 4;
 const files = (dir) => readdirSync(dir).filter((f) => f.endsWith('.test.ts')).sort().map((f) => `${dir}/${f}`);
+/** One process per file. */
+const alone = (dir) => files(dir).map((f) => [f]);
+/** A top-level hook would apply to every file of its process: such a file has a process of its own. */
+const hooked = (file) => /^(before|after|beforeEach|afterEach)\(/m.test(readFileSync(file, 'utf8'));
+/** The folder's files, FILES_PER_PROCESS to a process. */
+function shared(dir, list = files(dir)) {
+  const together = list.filter((f) => !hooked(f));
+  const groups = Array.from({ length: Math.ceil(together.length / FILES_PER_PROCESS) }, (_, i) =>
+    together.slice(i * FILES_PER_PROCESS, (i + 1) * FILES_PER_PROCESS));
+  return [...list.filter(hooked).map((f) => [f]), ...groups];
+}
 const only = process.argv.slice(2); // e.g. `npm test -- sqlite` runs one backend
 // Folders whose files take longest (real processes) first, so that no long file starts last. First of
 // all the package tests (test/contract/*-package): packing and installing take longest, at a low
 // priority (test/helpers/packages.ts), so they must start at once to finish with the rest.
-const BOTH = ['test/process', 'test/store', 'test/api', 'test/cli'].flatMap(files);
-const ONCE = ['test/contract', 'test/unit'].flatMap(files);
-const PACKAGES = ONCE.filter((f) => f.endsWith('-package.test.ts'));
+const BOTH = [...alone('test/process'), ...['test/store', 'test/api', 'test/cli'].flatMap((dir) => shared(dir))];
+const PACKAGES = files('test/contract').filter((f) => f.endsWith('-package.test.ts'));
+const ONCE = [...shared('test/contract', files('test/contract').filter((f) => !PACKAGES.includes(f))), ...shared('test/unit')];
 const FILES = {
-  sqlite: [...PACKAGES, ...files('test/sqlite'), ...ONCE.filter((f) => !PACKAGES.includes(f)), ...BOTH],
-  postgres: [...files('test/postgres'), ...BOTH],
+  sqlite: [...PACKAGES.map((f) => [f]), ...alone('test/sqlite'), ...ONCE, ...BOTH],
+  postgres: [...alone('test/postgres'), ...BOTH],
 };
 
 async function reachable(url) {
@@ -73,15 +92,15 @@ if (only.length === 0 || only.includes('postgres')) {
 const jobs = [];
 const backends = Object.keys(runs).filter((b) => runs[b] !== false);
 for (let i = 0; backends.some((b) => i < FILES[b].length); i++) {
-  for (const backend of backends) if (i < FILES[backend].length) jobs.push({ backend, file: FILES[backend][i] });
+  for (const backend of backends) if (i < FILES[backend].length) jobs.push({ backend, files: FILES[backend][i] });
 }
-for (const backend of backends) console.log(`=== ${backend} on Node ${process.version}: ${FILES[backend].length} test files ===`);
+for (const backend of backends) console.log(`=== ${backend} on Node ${process.version}: ${FILES[backend].flat().length} test files ===`);
 
 const reports = mkdtempSync(join(tmpdir(), 'plantstore-test-reports-'));
 const compiled = mkdtempSync(join(tmpdir(), 'plantstore-test-build-'));
+const compileCache = mkdtempSync(join(tmpdir(), 'plantstore-test-compile-cache-'));
 process.on('exit', () => {
-  rmSync(reports, { recursive: true, force: true });
-  rmSync(compiled, { recursive: true, force: true });
+  for (const folder of [reports, compiled, compileCache]) rmSync(folder, { recursive: true, force: true });
 });
 
 /** Links each file and folder of `root` that `out` lacks, going into the folders both have. */
@@ -106,15 +125,18 @@ try {
 linkTheRest(ROOT, compiled);
 
 /**
- * Runs one test file in a process of its own; resolves when it ended, its report and counts read. The
- * file is the process's main module, without `--test`, which would start a second process to run it.
+ * Runs one process's test files; resolves when it ended, its report and counts read. A single file is the
+ * process's main module, several are imported in turn by scripts/test-files.mjs; never `--test`, which
+ * would start a second process to run them. On Node.js 22 and later the processes, and the servers and
+ * commands they start, share one compile cache, so that each module is compiled once in the run.
  */
-function runFile(job, index) {
+function runFiles(job, index) {
   const started = performance.now();
   const report = join(reports, `${index}.txt`);
-  const env = { ...process.env, PLANTSTORE_TEST_DATABASE_URL: runs[job.backend] };
-  const file = join(compiled, job.file.replace(/\.ts$/, '.js'));
-  const args = ['--enable-source-maps', '--test-reporter=spec', `--test-reporter-destination=${report}`, file];
+  const env = { ...process.env, PLANTSTORE_TEST_DATABASE_URL: runs[job.backend], NODE_COMPILE_CACHE: compileCache };
+  const compiledFiles = job.files.map((f) => join(compiled, f.replace(/\.ts$/, '.js')));
+  const main = compiledFiles.length === 1 ? compiledFiles : [join(ROOT, 'scripts/test-files.mjs'), ...compiledFiles];
+  const args = ['--enable-source-maps', '--test-reporter=spec', `--test-reporter-destination=${report}`, ...main];
   return new Promise((resolve) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'], env });
     child.on('close', (code) => {
@@ -122,11 +144,11 @@ function runFile(job, index) {
       try {
         text = readFileSync(report, 'utf8');
       } catch (error) {
-        text = `no report from ${job.file}: ${error.message}\n`;
+        text = `no report from ${job.files.join(' ')}: ${error.message}\n`;
       }
       const count = (name) => Number(new RegExp(`^ℹ ${name} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
       Object.assign(job, { ok: code === 0, text, tests: count('tests'), fail: count('fail'), seconds: (performance.now() - started) / 1000 });
-      console.log(`${job.backend.padEnd(8)} ${job.ok ? 'ok  ' : 'FAIL'} ${job.seconds.toFixed(1).padStart(6)} s  ${job.file} (${job.tests} tests)`);
+      console.log(`${job.backend.padEnd(8)} ${job.ok ? 'ok  ' : 'FAIL'} ${job.seconds.toFixed(1).padStart(6)} s  ${job.files.join(' ')} (${job.tests} tests)`);
       resolve();
     });
   });
@@ -136,10 +158,10 @@ let next = 0;
 const worker = async () => {
   while (next < jobs.length) {
     const index = next++;
-    await runFile(jobs[index], index);
+    await runFiles(jobs[index], index);
   }
 };
-await Promise.all(Array.from({ length: FILES_AT_ONCE }, worker));
+await Promise.all(Array.from({ length: PROCESSES_AT_ONCE }, worker));
 
 // The reports, SQLite's files first, without each file's counts (its line above has them) and its own
 // closing list of failures: they are all listed once below, where CI's log reader (.ci/run) looks.
@@ -159,7 +181,7 @@ for (const backend of backends) {
   const mine = jobs.filter((j) => j.backend === backend);
   const tests = mine.reduce((n, j) => n + j.tests, 0);
   const fail = mine.reduce((n, j) => n + j.fail, 0);
-  console.log(`ℹ tests ${tests} (${backend}: ${mine.length} files, ${mine.filter((j) => !j.ok).length} failed)\nℹ pass ${tests - fail}\nℹ fail ${fail}`);
+  console.log(`ℹ tests ${tests} (${backend}: ${mine.flatMap((j) => j.files).length} files in ${mine.length} processes, ${mine.filter((j) => !j.ok).length} failed)\nℹ pass ${tests - fail}\nℹ fail ${fail}`);
 }
 console.log(`\n=== Node ${process.version}: ${Object.entries(results).map(([b, ok]) => `${b}: ${ok ? 'passed' : 'FAILED'}`).join(', ')} ===`);
 process.exit(Object.values(results).every(Boolean) ? 0 : 1);

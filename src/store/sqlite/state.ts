@@ -4,7 +4,7 @@ import { currentUser, isUnwritable, named, storeError } from './errors.js';
 import { StoreUnavailableError, type StoreObserver } from '../store.js';
 
 /** While the store cannot be written, /readyz tries a write at most this often. */
-export const PROBE_INTERVAL_MS = 1000;
+const PROBE_INTERVAL_MS = 1000;
 
 export interface StoreFile {
   /** As configured, for messages. */

@@ -6,12 +6,10 @@
 //   test/postgres/*.test.ts            PostgreSQL only (several instances, migrations racing, outages)
 //
 // Both backends' files share one pool of processes: most files spend most of their time waiting (for
-// a process to start, a timer, a receiver), and another process computes meanwhile. A file that starts
-// real processes (test/process, test/sqlite, test/postgres, the package tests) has a process of its
-// own; the others, which call the code in-process, run a few to a process, one after another
-// (scripts/test-files.mjs): loading the app's modules costs each process about a second of CPU, as much
-// as many of those files' tests. A line is printed as each process ends; the reports follow once all
-// have ended, then every failure again, together, and the counts.
+// a process to start, a timer, a receiver), and another process computes meanwhile. Each process runs a
+// few files, one after another (scripts/test-files.mjs): loading the app's modules costs a process about
+// a second of CPU, as much as many files' tests. A line is printed as each process ends; the reports
+// follow once all have ended, then every failure again, together, and the counts.
 //
 // The files run compiled, not under tsx: one tsc run type-checks the project and writes JavaScript into
 // a folder of its own, shaped as the checkout, whose other files are links to the checkout's (so that
@@ -32,32 +30,36 @@ const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/test';
  */
 const PROCESSES_AT_ONCE = 8;
 /**
- * In-process test files to a process. Few enough that a process's files, which run one after another,
- * end with the rest; a file that failed is still named, by each failing test's location.
+ * Test files to a process, which runs them one after another: in-process files (which call the code)
+ * four, files that start real processes (servers, CLI commands), whose time is mostly waiting, two. Few
+ * enough that a process's files end with the rest; a failing test is still named by its file and line.
  */
-const FILES_PER_PROCESS = 4;
+const FILES_PER_PROCESS = { inProcess: 4, realProcesses: 2 };
 const files = (dir) => readdirSync(dir).filter((f) => f.endsWith('.test.ts')).sort().map((f) => `${dir}/${f}`);
-/** One process per file. */
-const alone = (dir) => files(dir).map((f) => [f]);
-/** A top-level hook would apply to every file of its process: such a file has a process of its own. */
-const hooked = (file) => /^(before|after|beforeEach|afterEach)\(/m.test(readFileSync(file, 'utf8'));
-/** The folder's files, FILES_PER_PROCESS to a process. */
-function shared(dir, list = files(dir)) {
-  const together = list.filter((f) => !hooked(f));
-  const groups = Array.from({ length: Math.ceil(together.length / FILES_PER_PROCESS) }, (_, i) =>
-    together.slice(i * FILES_PER_PROCESS, (i + 1) * FILES_PER_PROCESS));
-  return [...list.filter(hooked).map((f) => [f]), ...groups];
+/**
+ * A file that must have a process of its own: a top-level hook (before, after) would apply to every file
+ * of its process, and a measure of the process's memory would count its neighbours'.
+ */
+const own = (file) => /^(before|after|beforeEach|afterEach)\(|process\.memoryUsage\(/m.test(readFileSync(file, 'utf8'));
+/** The files, `size` to a process, except those that need their own. */
+function grouped(list, size) {
+  const together = list.filter((f) => !own(f));
+  const groups = Array.from({ length: Math.ceil(together.length / size) }, (_, i) => together.slice(i * size, (i + 1) * size));
+  return [...list.filter(own).map((f) => [f]), ...groups];
 }
+const real = (dir, list = files(dir)) => grouped(list, FILES_PER_PROCESS.realProcesses);
+const inProcess = (dir, list = files(dir)) => grouped(list, FILES_PER_PROCESS.inProcess);
 const only = process.argv.slice(2); // e.g. `npm test -- sqlite` runs one backend
 // Folders whose files take longest (real processes) first, so that no long file starts last. First of
 // all the package tests (test/contract/*-package): packing and installing take longest, at a low
-// priority (test/helpers/packages.ts), so they must start at once to finish with the rest.
-const BOTH = [...alone('test/process'), ...['test/store', 'test/api', 'test/cli'].flatMap((dir) => shared(dir))];
+// priority (test/helpers/packages.ts), so they must start at once, each in a process of its own, to
+// finish with the rest.
+const BOTH = [...real('test/process'), ...['test/store', 'test/api', 'test/cli'].flatMap((dir) => inProcess(dir))];
 const PACKAGES = files('test/contract').filter((f) => f.endsWith('-package.test.ts'));
-const ONCE = [...shared('test/contract', files('test/contract').filter((f) => !PACKAGES.includes(f))), ...shared('test/unit')];
+const ONCE = [...inProcess('test/contract', files('test/contract').filter((f) => !PACKAGES.includes(f))), ...inProcess('test/unit')];
 const FILES = {
-  sqlite: [...PACKAGES.map((f) => [f]), ...alone('test/sqlite'), ...ONCE, ...BOTH],
-  postgres: [...alone('test/postgres'), ...BOTH],
+  sqlite: [...PACKAGES.map((f) => [f]), ...real('test/sqlite'), ...ONCE, ...BOTH],
+  postgres: [...real('test/postgres'), ...BOTH],
 };
 
 async function reachable(url) {

@@ -25,8 +25,8 @@ import pg from 'pg';
 
 const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/test';
 /**
- * Test files at once. On two cores, enough for one file's waits to be another's computing, few enough
- * that a file's own timers do not slip.
+ * Test processes at once. On two cores, enough for one process's waits to be another's computing, few
+ * enough that a test's own timers do not slip.
  */
 const PROCESSES_AT_ONCE = 8;
 /**

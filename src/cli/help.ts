@@ -2,40 +2,9 @@ import { sourceName, type Settings } from '../config/load.js';
 import { allowedValues, OPTIONS, shownValue, type OptionInfo } from '../config/options.js';
 import { oneLine } from '../domain/shown.js';
 
-// The help that is made rather than written: the main help's list of commands, from the command table
-// (cli/index.ts), and `serve --help`, from the option table. Each command group's own help is a text in
-// its file, beside the options it describes.
-
-/** A command as the main help lists it. */
-export interface CommandSummary {
-  /** As typed: "serve", "token revoke". */
-  readonly name: string;
-  /** What follows the name in the list ("ID", "[--out FILE]"), if anything. */
-  readonly args?: string;
-  readonly summary: string;
-}
-
-/** Where the main help's second column starts, after two spaces of indent. */
-const MAIN_COLUMN = 22;
-
-const mainLine = (left: string, right: string) => `  ${left.padEnd(MAIN_COLUMN - 1)} ${right}`;
-
-/** `plantstore --help`: the commands, in the table's order, and the options of plantstore itself. */
-export function mainHelp(commands: readonly CommandSummary[]): string {
-  return `Usage: plantstore <command> [options]
-
-Commands:
-${commands.map((c) => mainLine(c.args === undefined ? c.name : `${c.name} ${c.args}`, c.summary)).join('\n')}
-
-Options:
-${mainLine('-h, --help', 'Show this help; "plantstore <command> --help" shows a command\'s options')}
-${mainLine('-v, --version', 'Print plantstore\'s version')}
-${mainLine('--config FILE', 'Read settings from FILE, KEY=value lines (also PLANTSTORE_CONFIG=FILE); any command')}
-
-Every command that uses the store says on stderr which one ("using sqlite:/…/plantstore.db"): the CLI and
-the server share a store only when they name the same one (DATABASE_URL, default sqlite:./data/plantstore.db,
-relative to the working directory).`;
-}
+// `serve --help`, made from the option table rather than written. The main help's list of commands is
+// made from the command table (cli/commands.ts); each command group's own help is a text in its file,
+// beside the options it describes.
 
 /** Width of `serve --help`: the terminal's when it is narrower, so that nothing wraps mid-column. */
 const HELP_WIDTH = 100;

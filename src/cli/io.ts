@@ -44,3 +44,10 @@ export function cliOf(io: CliIo): Cli {
     warn: (line) => void io.stderr.write(`${line}\n`),
   };
 }
+
+/** Said already, as a log line (`serve`): main prints nothing more, and exits with this code. */
+export class LoggedError extends Error {
+  constructor(readonly exitCode: number) {
+    super('logged');
+  }
+}

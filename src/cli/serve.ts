@@ -6,14 +6,7 @@ import { OPTIONS } from '../config/options.js';
 import { streamLogger } from '../logger.js';
 import { OptionError, parse, UsageError } from './args.js';
 import { helpWidth, serveHelp } from './help.js';
-import type { Cli } from './io.js';
-
-/** Said already, as a log line (`serve`): main prints nothing more, and exits with this code. */
-export class LoggedError extends Error {
-  constructor(readonly exitCode: number) {
-    super('logged');
-  }
-}
+import { LoggedError, type Cli } from './io.js';
 
 const SERVE_FLAGS = Object.fromEntries(OPTIONS.map((o) => [o.flag, { type: 'string' as const }]));
 

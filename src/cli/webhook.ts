@@ -8,7 +8,6 @@ import {
 import { deliveryView } from '../webhooks/views.js';
 import { descriptionProblem, endpointUrlProblem, registerWebhook, WebhookRequestError } from '../webhooks/register.js';
 import { parse, UsageError } from './args.js';
-import type { CommandSummary } from './help.js';
 import { DATABASE_OPTION, withStore } from './store.js';
 import { cell, printTable } from './table.js';
 import type { Cli } from './io.js';
@@ -268,21 +267,3 @@ export async function webhookTest(args: string[], cli: Cli): Promise<void> {
   cli.warn(`Queued a test event for webhook endpoint ${id}; its event id (see "webhook deliveries ${id}"):`);
   cli.print(eventId);
 }
-
-/** The webhook group's rows of the command table (cli/index.ts), in the order the main help lists them. */
-export const WEBHOOK_COMMANDS: readonly (CommandSummary & { readonly run: (args: string[], cli: Cli) => Promise<void> })[] = [
-  {
-    name: 'webhook add', summary: 'Register a webhook endpoint (its secret printed once, on the last line of stdout)', run: webhookAdd,
-  },
-  { name: 'webhook list', summary: 'List webhook endpoints (never their secrets)', run: webhookList },
-  { name: 'webhook remove', args: 'ID', summary: 'Remove a webhook endpoint', run: webhookRemove },
-  { name: 'webhook deliveries', args: 'ID', summary: 'Show an endpoint\'s latest delivery attempts', run: webhookDeliveries },
-  { name: 'webhook update', args: 'ID', summary: 'Change an endpoint\'s URL or description, enable or disable it', run: webhookUpdate },
-  { name: 'webhook resend', args: 'ID EVENT_ID', summary: 'Send one event again, with the same webhook-id', run: webhookResend },
-  { name: 'webhook recover', args: 'ID --since TIME', summary: 'Send every failed event since TIME again', run: webhookRecover },
-  {
-    name: 'webhook rotate-secret', args: 'ID', summary: 'Give an endpoint a new secret (printed once, on the last line of stdout)',
-    run: webhookRotateSecret,
-  },
-  { name: 'webhook test', args: 'ID', summary: 'Send a test event to one endpoint', run: webhookTest },
-];

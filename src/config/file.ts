@@ -12,6 +12,9 @@ import { ConfigError } from './error.js';
 // values in single, double or back quotes (\n in double quotes a line break), an unquoted value ending
 // at ` #`.
 
+/** The variable that names the settings file; `--config FILE` sets it for the CLI's own process. */
+export const CONFIG_FILE_VARIABLE = 'PLANTSTORE_CONFIG';
+
 /** A value read from the file, with the line it is on (from 1). */
 export interface FileSetting {
   readonly value: string;

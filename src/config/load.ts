@@ -1,7 +1,7 @@
 import envSchema from 'env-schema';
 import { Type } from 'typebox';
 import { asTyped, ConfigError } from './error.js';
-import { readSettingsFile, type SettingsFile } from './file.js';
+import { CONFIG_FILE_VARIABLE, readSettingsFile, type SettingsFile } from './file.js';
 import { OPTIONS, type OptionInfo, type TableOption } from './options.js';
 
 /** The settings, typed by the table: each key's type is what its option's parse returns. */
@@ -32,9 +32,6 @@ const RAW_SCHEMA = Type.Object(
   Object.fromEntries(OPTIONS.map((o) => [o.env, { ...o.schema, default: o.default }])),
   { additionalProperties: false },
 );
-
-/** The variable that names the settings file; `--config FILE` sets it for the CLI's own process. */
-export const CONFIG_FILE_VARIABLE = 'PLANTSTORE_CONFIG';
 
 /** Where a setting's value came from. */
 export type SettingSource =

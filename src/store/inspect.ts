@@ -1,12 +1,11 @@
 import type { StoreLocation } from '../domain/database-url.js';
-import { inspectPostgres } from './postgres/inspect.js';
-import { inspectSqlite } from './sqlite/inspect.js';
 import type { StoreInspection } from './sql/inspect.js';
 
 export type { DisabledEndpoint, StoreInspection, WebhookHealth } from './sql/inspect.js';
 
 // What `plantstore doctor` asks of a store, read without changing anything: not through openStore,
-// which creates a missing store and applies pending migrations.
+// which creates a missing store and applies pending migrations. Like openStore, it loads only the
+// backend it reads.
 
 export interface InspectOptions {
   /** PostgreSQL: how long to wait for a connection before the database counts as unreachable. */
@@ -18,11 +17,11 @@ export interface InspectOptions {
  * nothing is written, and no file is created beside the store (sqlite/inspect.ts). Rejects when the
  * store cannot be read: PostgreSQL unreachable, a file that is not a store.
  */
-export function inspectStore(location: StoreLocation, options: InspectOptions): Promise<StoreInspection> {
+export async function inspectStore(location: StoreLocation, options: InspectOptions): Promise<StoreInspection> {
   switch (location.kind) {
     case 'sqlite':
-      return inspectSqlite(location.path);
+      return (await import('./sqlite/inspect.js')).inspectSqlite(location.path);
     case 'postgres':
-      return inspectPostgres(location.url, options.connectTimeoutMs);
+      return (await import('./postgres/inspect.js')).inspectPostgres(location.url, options.connectTimeoutMs);
   }
 }

@@ -1,8 +1,6 @@
 import type { StoreLocation } from '../domain/database-url.js';
 import type { Logger } from 'pino';
 import { cacheLists } from './wrappers/list-cache.js';
-import { openPostgresStore } from './postgres/index.js';
-import { openSqliteStore } from './sqlite/index.js';
 import type { MigrationsApplied } from './sql/migrations.js';
 import type { Store, StoreObserver } from './store.js';
 import type { TransferableStore } from './transfer.js';
@@ -41,13 +39,15 @@ export interface OpenOptions {
 
 /**
  * The one place a backend is chosen (used by server.ts, the CLI (cli/store.ts, cli/data.ts) and the test helper), and the one place
- * that decides whether its lists are cached. PostgreSQL's are not: other instances write to it too, and
+ * that decides whether its lists are cached. The backend's module is loaded here, when chosen: a process
+ * loads the driver of the store it uses, not both. PostgreSQL's are not: other instances write to it too, and
  * this one would not see their writes (docs/design.md, "The page cache").
  */
 export async function openStore(location: StoreLocation, options: OpenOptions): Promise<Store> {
   switch (location.kind) {
     case 'sqlite': {
       const server = options.server ?? false;
+      const { openSqliteStore } = await import('./sqlite/index.js');
       const store = await openSqliteStore(location.path, {
         ...(options.queryTimeoutMs === undefined ? {} : { busyTimeoutMs: options.queryTimeoutMs }),
         server,
@@ -59,8 +59,10 @@ export async function openStore(location: StoreLocation, options: OpenOptions): 
       });
       return server ? cacheLists(store, options.listCachePlants ?? 0, options.observer) : store;
     }
-    case 'postgres':
+    case 'postgres': {
+      const { openPostgresStore } = await import('./postgres/index.js');
       return openPostgresStore({ url: location.url, ...options });
+    }
   }
 }
 
@@ -71,7 +73,8 @@ export async function openStore(location: StoreLocation, options: OpenOptions): 
  */
 export async function openTransferStore(location: StoreLocation, options: OpenOptions & { readonly importing: boolean }): Promise<TransferableStore> {
   switch (location.kind) {
-    case 'sqlite':
+    case 'sqlite': {
+      const { openSqliteStore } = await import('./sqlite/index.js');
       return openSqliteStore(location.path, {
         ...(options.queryTimeoutMs === undefined ? {} : { busyTimeoutMs: options.queryTimeoutMs }),
         server: options.importing,
@@ -79,7 +82,10 @@ export async function openTransferStore(location: StoreLocation, options: OpenOp
         onMigrated: options.onMigrated,
         ...(options.logCreation === undefined ? {} : { logCreation: options.logCreation }),
       });
-    case 'postgres':
+    }
+    case 'postgres': {
+      const { openPostgresStore } = await import('./postgres/index.js');
       return openPostgresStore({ url: location.url, ...options });
+    }
   }
 }

@@ -1,5 +1,5 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { Agent, request } from 'undici';
+import type { Agent } from 'undici';
 import type { ClaimedDelivery } from '../domain/webhook.js';
 import { isForbiddenAddress, isLoopbackName, literalAddress } from './destination.js';
 import { sign, signingKey } from './signature.js';
@@ -129,22 +129,33 @@ const TIMED_OUT = Symbol('timed out');
  * way an attempt can end is a SendResult.
  */
 export class Sender {
-  readonly #agent: Agent;
+  /**
+   * undici and the pool, made at the first attempt: a server whose users have no endpoint never loads
+   * the HTTP client.
+   */
+  #client: Promise<{ readonly agent: Agent; readonly request: typeof import('undici').request }> | null = null;
   readonly #options: SenderOptions;
   readonly #timeoutText: string;
 
   constructor(options: SenderOptions) {
     this.#options = options;
     this.#timeoutText = `timed out after ${duration(options.timeoutMs)}`;
-    this.#agent = new Agent({
-      connections: options.connectionsPerOrigin,
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
-      connect: {
-        timeout: options.timeoutMs,
-        ...(options.allowPrivate ? {} : { lookup: checkedLookup(options.resolve ?? dnsLookup) }),
-      },
-    });
+  }
+
+  #http() {
+    this.#client ??= import('undici').then(({ Agent, request }) => ({
+      request,
+      agent: new Agent({
+        connections: this.#options.connectionsPerOrigin,
+        headersTimeout: this.#options.timeoutMs,
+        bodyTimeout: this.#options.timeoutMs,
+        connect: {
+          timeout: this.#options.timeoutMs,
+          ...(this.#options.allowPrivate ? {} : { lookup: checkedLookup(this.#options.resolve ?? dnsLookup) }),
+        },
+      }),
+    }));
+    return this.#client;
   }
 
   /**
@@ -157,9 +168,10 @@ export class Sender {
     const timer = setTimeout(() => controller.abort(TIMED_OUT), this.#options.timeoutMs);
     let status: number | null = null;
     try {
+      const { agent, request } = await this.#http();
       const timestamp = Math.floor(Date.now() / 1000);
       const response = await request(delivery.url, {
-        dispatcher: this.#agent,
+        dispatcher: agent,
         method: 'POST',
         headers: {
           'content-type': 'application/json',
@@ -208,6 +220,6 @@ export class Sender {
 
   /** Closes the pool's connections; attempts still in flight fail. */
   async close(): Promise<void> {
-    await this.#agent.destroy();
+    if (this.#client !== null) await (await this.#client).agent.destroy();
   }
 }

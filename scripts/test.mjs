@@ -49,14 +49,31 @@ function grouped(list, size) {
 }
 const real = (dir, list = files(dir)) => grouped(list, FILES_PER_PROCESS.realProcesses);
 const inProcess = (dir, list = files(dir)) => grouped(list, FILES_PER_PROCESS.inProcess);
-const only = process.argv.slice(2); // e.g. `npm test -- sqlite` runs one backend
+const argv = process.argv.slice(2);
+const only = argv.filter((a) => !a.startsWith('--')); // e.g. `npm test -- sqlite` runs one backend
+/**
+ * Checks of the project's files rather than of the code as it runs: the documentation and its
+ * examples' links, the OpenAPI document's lint, the code's layout, the metrics table, the generated
+ * client types, the build script, the /docs page's assets in a browser. They answer alike on every
+ * Node.js release, so CI runs them on the machine's only (.ci/run): `--skip-file-checks` leaves them out.
+ */
+const FILE_CHECKS = ['build', 'client-types', 'docs', 'docs-examples', 'docs-page', 'layout', 'metrics-table', 'openapi-lint']
+  .map((name) => `test/contract/${name}.test.ts`);
+for (const file of FILE_CHECKS) if (!existsSync(file)) throw new Error(`${file}, named in FILE_CHECKS, is not there`);
+const skipFileChecks = argv.includes('--skip-file-checks');
+const unknown = argv.filter((a) => a.startsWith('--') && a !== '--skip-file-checks');
+if (unknown.length > 0) {
+  console.error(`Unknown option ${unknown.join(' ')}: npm test -- [sqlite] [postgres] [--skip-file-checks]`);
+  process.exit(2);
+}
 // Folders whose files take longest (real processes) first, so that no long file starts last. First of
 // all the package tests (test/contract/*-package): packing and installing take longest, at a low
 // priority (test/helpers/packages.ts), so they must start at once, each in a process of its own, to
 // finish with the rest.
 const BOTH = [...real('test/process'), ...['test/store', 'test/api', 'test/cli'].flatMap((dir) => inProcess(dir))];
 const PACKAGES = files('test/contract').filter((f) => f.endsWith('-package.test.ts'));
-const ONCE = [...inProcess('test/contract', files('test/contract').filter((f) => !PACKAGES.includes(f))), ...inProcess('test/unit')];
+const CONTRACT = files('test/contract').filter((f) => !PACKAGES.includes(f) && !(skipFileChecks && FILE_CHECKS.includes(f)));
+const ONCE = [...inProcess('test/contract', CONTRACT), ...inProcess('test/unit')];
 const FILES = {
   sqlite: [...PACKAGES.map((f) => [f]), ...real('test/sqlite'), ...ONCE, ...BOTH],
   postgres: [...real('test/postgres'), ...BOTH],
@@ -150,12 +167,13 @@ function runFiles(job, index) {
       }
       const count = (name) => Number(new RegExp(`^ℹ ${name} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
       Object.assign(job, { ok: code === 0, text, tests: count('tests'), fail: count('fail'), seconds: (performance.now() - started) / 1000 });
-      console.log(`${job.backend.padEnd(8)} ${job.ok ? 'ok  ' : 'FAIL'} ${job.seconds.toFixed(1).padStart(6)} s  ${job.files.join(' ')} (${job.tests} tests)`);
+      console.log(`${job.backend.padEnd(8)} ${job.ok ? 'ok  ' : 'FAIL'} ${job.seconds.toFixed(1).padStart(6)} s, ended at ${((performance.now() - runStart) / 1000).toFixed(0).padStart(4)} s  ${job.files.join(' ')} (${job.tests} tests)`);
       resolve();
     });
   });
 }
 
+const runStart = performance.now(); // the tests' own start, after the type check
 let next = 0;
 const worker = async () => {
   while (next < jobs.length) {

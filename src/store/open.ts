@@ -39,9 +39,9 @@ export interface OpenOptions {
 
 /**
  * The one place a backend is chosen (used by server.ts, the CLI (cli/store.ts, cli/data.ts) and the test helper), and the one place
- * that decides whether its lists are cached. The backend's module is loaded here, when chosen: a process
- * loads the driver of the store it uses, not both. PostgreSQL's are not: other instances write to it too, and
- * this one would not see their writes (docs/design.md, "The page cache").
+ * that decides whether its lists are cached. PostgreSQL's are not: other instances write to it too, and
+ * this one would not see their writes (docs/design.md, "The page cache"). The backend's module is loaded
+ * here, once chosen: a process loads the driver of the store it uses, not both.
  */
 export async function openStore(location: StoreLocation, options: OpenOptions): Promise<Store> {
   switch (location.kind) {

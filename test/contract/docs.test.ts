@@ -62,7 +62,7 @@ test('CI runs the suite on every Node.js line engines names, and the development
   // machines: .ci/run's first run (npm ci, npm test on the machine's Node) tests it.
   const unpinned = lines.filter((line) => !releases.some((release) => within(release, line)));
   assert.deepEqual(unpinned.map((line) => numbers(line)[0]), [20], 'only the machine\'s line (20) is unpinned');
-  assert.match(ci, /^for key in machine "\$\{NODE_RELEASES\[@\]\}"; do tests_of "\$key"; done$/m, '.ci/run runs the tests on the machine\'s Node, then on each release');
+  assert.match(ci, /^tests_of machine\n[\s\S]*^for key in "\$\{NODE_RELEASES\[@\]\}"; do tests_of "\$key"; done$/m, '.ci/run runs the tests on the machine\'s Node, then on each release');
   assert.match(ci, /^    record "\$what" npm test$/m, '.ci/run runs the whole suite on the machine\'s Node');
   assert.ok(lines.some((line) => within(process.versions.node, line)), `this Node, ${process.version}, is one engines names`);
 

@@ -83,6 +83,7 @@ async function unpacked(spec: string, dir: string, into: string): Promise<void> 
 
 /** Builds the stand-ins this machine lacks. */
 export async function standIns(): Promise<StandIns> {
+  assert.deepEqual(missingTools(), [], 'the deploy tests need Podman and the tools around it (as root: apt-get install podman runc podman-compose mmdebstrap systemd openssl)');
   const release = nodeRelease();
   const debian = 'localhost/plantstore-standin/debian:bookworm';
   const images = {
@@ -142,10 +143,10 @@ export async function buildImage(images: StandIns): Promise<void> {
   ]);
 }
 
-/** Whether this machine has what the deploy tests need, by name: podman, runc, podman-compose, mmdebstrap. */
-export function missingTools(): string[] {
-  const path = (process.env.PATH ?? '').split(':');
-  return ['podman', 'runc', 'podman-compose', 'mmdebstrap', 'systemd-analyze'].filter((tool) => !path.some((dir) => existsSync(join(dir, tool))));
+/** What the deploy tests need and this machine's PATH lacks. */
+function missingTools(): string[] {
+  const path = [...(process.env.PATH ?? '').split(':'), '/usr/sbin', '/sbin'];
+  return ['podman', 'runc', 'podman-compose', 'mmdebstrap', 'systemd-analyze', 'openssl'].filter((tool) => !path.some((dir) => existsSync(join(dir, tool))));
 }
 
 /**

@@ -6,7 +6,7 @@ import { PlantStore, type Plant } from '@plantstore/client';
 import { ROOT } from '../helpers/checkout.js';
 import { freePort } from '../helpers/doc-session.js';
 import { eventually } from '../helpers/eventually.js';
-import { answers200, buildImage, PLANTSTORE_IMAGE, podman, run, standIns, type StandIns } from './podman.js';
+import { answers200, buildImage, eventuallyOr, PLANTSTORE_IMAGE, podman, run, standIns, type StandIns } from './podman.js';
 
 /**
  * deploy/compose.yaml as a user starts it (podman-compose up -d), on the stand-in images: PostgreSQL,
@@ -88,6 +88,11 @@ test('a webhook for each plant created through either instance is delivered once
   t.after(() => run('podman', ['rm', '-f', '-t', '0', receiver]));
   const received = `http://127.0.0.1:${(await podman(['port', receiver, '9000'])).trim().split(':').pop()}`;
   await answers200(received, 'the receiver listening', async () => (await run('podman', ['logs', receiver])).stderr);
+  // And by its name on the stack's network, as the instances will reach it: the network's DNS server
+  // learns a new container's name a moment after it starts.
+  const byName = "fetch('http://receiver:9000/').then((r) => console.log(r.status), () => console.log(0))";
+  await eventuallyOr(async () => ((await onNetwork(byName)).trim() === '200' ? true : undefined), 'the receiver reachable by name on the network',
+    async () => (await run('podman', ['logs', receiver])).stderr);
 
   const endpoint = await fetch(`${url}/webhooks`, { method: 'POST', headers: headers(secret), body: JSON.stringify({ url: 'http://receiver:9000/hook' }) });
   assert.equal(endpoint.status, 201, await endpoint.clone().text());
@@ -98,10 +103,11 @@ test('a webhook for each plant created through either instance is delivered once
   }
   const { id } = (await endpoint.json()) as { id: string };
   // Delivered as the store records it: every event's attempt answered, nothing left to send.
-  await eventually(async () => {
-    const history = (await (await fetch(`${url}/webhooks/${id}/deliveries?limit=100`, { headers: headers(secret) })).json()) as Array<{ state: string }>;
-    return history.length === plants.length && history.every((d) => d.state === 'delivered') ? true : undefined;
-  }, 'ten deliveries recorded');
+  const history = async () => (await (await fetch(`${url}/webhooks/${id}/deliveries?limit=100`, { headers: headers(secret) })).json()) as Array<{ state: string }>;
+  await eventuallyOr(async () => {
+    const deliveries = await history();
+    return deliveries.length === plants.length && deliveries.every((d) => d.state === 'delivered') ? true : undefined;
+  }, 'ten deliveries recorded', async () => `${JSON.stringify(await history())}\n${(await compose(['logs', 'plantstore'])).stdout.split('\n').filter((l) => /webhook|deliver|error/i.test(l)).slice(-40).join('\n')}`);
   const got = (await (await fetch(received)).json()) as Array<{ id: string; body: string }>;
   assert.deepEqual(got.map((d) => JSON.parse(d.body).name).sort(), plants);
   assert.equal(new Set(got.map((d) => d.id)).size, plants.length, 'each event once');

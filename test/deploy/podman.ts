@@ -22,17 +22,15 @@ const ENV = { ...process.env, CONTAINERS_CONF: join(ROOT, 'test/deploy/container
 const COMMAND_TIMEOUT_MS = 30 * 60_000;
 
 /** Runs a command to its end with podman's settings; `cwd` the checkout unless given. */
-export async function run(command: string, args: readonly string[], options: { cwd?: string; env?: Record<string, string>; input?: string } = {}): Promise<CliResult> {
-  const child = spawn(command, args, {
-    cwd: options.cwd ?? ROOT, env: { ...ENV, ...options.env }, stdio: ['pipe', 'pipe', 'pipe'], timeout: COMMAND_TIMEOUT_MS, killSignal: 'SIGKILL',
-  });
-  child.stdin.end(options.input ?? '');
-  return outputOf(child);
+export async function run(command: string, args: readonly string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+  return outputOf(spawn(command, args, {
+    cwd: options.cwd ?? ROOT, env: { ...ENV, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'], timeout: COMMAND_TIMEOUT_MS, killSignal: 'SIGKILL',
+  }));
 }
 
 /** Runs podman; a failure fails the test with its output. */
-export async function podman(args: readonly string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<string> {
-  const result = await run('podman', args, options);
+export async function podman(args: readonly string[]): Promise<string> {
+  const result = await run('podman', args);
   assert.equal(result.code, 0, `podman ${args.join(' ')} failed (${result.code}):\n${result.stdout}\n${result.stderr}`);
   return result.stdout;
 }

@@ -6,7 +6,7 @@ import { PlantStore, type Plant } from '@plantstore/client';
 import { ROOT } from '../helpers/checkout.js';
 import { freePort } from '../helpers/doc-session.js';
 import { eventually } from '../helpers/eventually.js';
-import { answers200, buildImage, eventuallyOr, PLANTSTORE_IMAGE, podman, run, standIns, type StandIns } from './podman.js';
+import { answers200, buildImage, PLANTSTORE_IMAGE, podman, run, standIns, type StandIns } from './podman.js';
 
 /**
  * deploy/compose.yaml as a user starts it (podman-compose up -d), on the stand-in images: PostgreSQL,
@@ -91,8 +91,8 @@ test('a webhook for each plant created through either instance is delivered once
   // And by its name on the stack's network, as the instances will reach it: the network's DNS server
   // learns a new container's name a moment after it starts.
   const byName = "fetch('http://receiver:9000/').then((r) => console.log(r.status), () => console.log(0))";
-  await eventuallyOr(async () => ((await onNetwork(byName)).trim() === '200' ? true : undefined), 'the receiver reachable by name on the network',
-    async () => (await run('podman', ['logs', receiver])).stderr);
+  await eventually(async () => ((await onNetwork(byName)).trim() === '200' ? true : undefined),
+    async () => `the receiver reachable by name on the network\n${(await run('podman', ['logs', receiver])).stderr}`);
 
   const endpoint = await fetch(`${url}/webhooks`, { method: 'POST', headers: headers(secret), body: JSON.stringify({ url: 'http://receiver:9000/hook' }) });
   assert.equal(endpoint.status, 201, await endpoint.clone().text());
@@ -104,10 +104,10 @@ test('a webhook for each plant created through either instance is delivered once
   const { id } = (await endpoint.json()) as { id: string };
   // Delivered as the store records it: every event's attempt answered, nothing left to send.
   const history = async () => (await (await fetch(`${url}/webhooks/${id}/deliveries?limit=100`, { headers: headers(secret) })).json()) as Array<{ state: string }>;
-  await eventuallyOr(async () => {
+  await eventually(async () => {
     const deliveries = await history();
     return deliveries.length === plants.length && deliveries.every((d) => d.state === 'delivered') ? true : undefined;
-  }, 'ten deliveries recorded', async () => `${JSON.stringify(await history())}\n${(await compose(['logs', 'plantstore'])).stdout.split('\n').filter((l) => /webhook|deliver|error/i.test(l)).slice(-40).join('\n')}`);
+  }, async () => `ten deliveries recorded\n${JSON.stringify(await history())}\n${(await compose(['logs', 'plantstore'])).stdout.split('\n').filter((l) => /webhook|deliver|error/i.test(l)).slice(-40).join('\n')}`);
   const got = (await (await fetch(received)).json()) as Array<{ id: string; body: string }>;
   assert.deepEqual(got.map((d) => JSON.parse(d.body).name).sort(), plants);
   assert.equal(new Set(got.map((d) => d.id)).size, plants.length, 'each event once');

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../helpers/checkout.js';
 import { eventually } from '../helpers/eventually.js';
-import { outputOf, type CliResult } from '../helpers/process.js';
+import { run as runCommand } from '../helpers/packages.js';
+import type { CliResult } from '../helpers/process.js';
 
 /**
  * Podman, its compose and the images the deploy tests build. No registry is reachable from the CI
@@ -16,16 +16,11 @@ import { outputOf, type CliResult } from '../helpers/process.js';
  */
 
 /** Podman's settings for these tests: runc, and explicit limits (test/deploy/containers.conf). */
-const ENV = { ...process.env, CONTAINERS_CONF: join(ROOT, 'test/deploy/containers.conf') };
+const CONTAINERS_CONF = join(ROOT, 'test/deploy/containers.conf');
 
-/** Past this a command counts as hung; a guard, not a measure: an image build compiles SQLite. */
-const COMMAND_TIMEOUT_MS = 30 * 60_000;
-
-/** Runs a command to its end with podman's settings; `cwd` the checkout unless given. */
-export async function run(command: string, args: readonly string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
-  return outputOf(spawn(command, args, {
-    cwd: options.cwd ?? ROOT, env: { ...ENV, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'], timeout: COMMAND_TIMEOUT_MS, killSignal: 'SIGKILL',
-  }));
+/** Runs a command to its end (bounded as the package tests' are) with podman's settings; in the checkout unless `cwd`. */
+export function run(command: string, args: readonly string[], { cwd = ROOT, env = {} }: { cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+  return runCommand(command, args, cwd, { CONTAINERS_CONF, ...env });
 }
 
 /** Runs podman; a failure fails the test with its output. */
@@ -147,19 +142,7 @@ function missingTools(): string[] {
   return ['podman', 'runc', 'podman-compose', 'mmdebstrap', 'systemd-analyze', 'openssl'].filter((tool) => !path.some((dir) => existsSync(join(dir, tool))));
 }
 
-/**
- * Resolves once `check` returns a value other than undefined (test/helpers/eventually.ts); a hang
- * fails with `what` and, read then, `context()`: a container's log, say.
- */
-export async function eventuallyOr<T>(check: () => Promise<T | undefined>, what: string, context: () => Promise<string>): Promise<T> {
-  try {
-    return await eventually(check, what);
-  } catch (error) {
-    throw new Error(`${(error as Error).message}\n${await context()}`);
-  }
-}
-
-/** Resolves once `url` answers 200 (whatever answers first fails nothing: it is still starting). */
+/** Resolves once `url` answers 200 (what answers otherwise is still starting); a hang fails with `what` and `context()`. */
 export async function answers200(url: string, what: string, context: () => Promise<string>, fetcher: (url: string) => Promise<number> = async (u) => (await fetch(u)).status): Promise<void> {
-  await eventuallyOr(async () => ((await fetcher(url).catch(() => 0)) === 200 ? true : undefined), what, context);
+  await eventually(async () => ((await fetcher(url).catch(() => 0)) === 200 ? true : undefined), async () => `${what}\n${await context()}`);
 }

@@ -7,6 +7,12 @@ import type { System } from './systems.js';
 export const SCENARIO_NAMES = ['list', 'create', 'scale', 'webhooks', 'mix', 'jwt', 'metrics'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
+/**
+ * What the bench refuses before it starts anything (a flag, a setting of PostgreSQL): its message says
+ * what and how to fix it, and is printed alone, without a stack that would bury it.
+ */
+export class Refusal extends Error {}
+
 /** Seconds of load before the counted rounds, for every target. */
 export const WARMUP_S = 2;
 
@@ -30,6 +36,19 @@ export interface Measurement {
   readonly p99: number;
   readonly errors: number;
   readonly cpuUs: number;
+  readonly dbCpuUs: number | undefined;
+}
+
+/** One load of N servers at once, by N wrk processes (the scale-out scenario's). */
+export interface Together {
+  /** Requests a second of all the servers: the sum of the wrk processes'. */
+  readonly rps: number;
+  /** The worst of the wrk processes' p99s: wrk reports percentiles, not the latencies, so they cannot be merged. */
+  readonly p99: number;
+  readonly errors: number;
+  /** The servers' CPU over the load, added up, per request answered by any of them. */
+  readonly cpuUs: number;
+  /** PostgreSQL's CPU over the load (once, for every server together), per request. */
   readonly dbCpuUs: number | undefined;
 }
 

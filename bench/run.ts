@@ -18,7 +18,7 @@ import { SCENARIO_NAMES, WARMUP_S, type Bench, type Kind, type Options, type Rep
 import { findPostmaster } from './lib/db-cpu.js';
 import { countStored } from './lib/durability.js';
 import { startFleet } from './lib/fleet.js';
-import { firstIds, load } from './lib/load.js';
+import { firstIds, load, loadTogether } from './lib/load.js';
 import { auth, LIST_PATH } from './lib/requests.js';
 import { scrapeNote } from './lib/scrape.js';
 import { dropPostgresSchema } from './lib/seed.js';
@@ -131,6 +131,7 @@ async function makeBench(options: Options, selected: ReadonlySet<ScenarioName>, 
       scrape: report.scrapers.get(system), postmaster: pgSystems.has(system) ? postmaster : undefined,
     }),
     load: (target, seconds, warmup = false) => load(target, seconds, options.connections, ids, warmup),
+    loadTogether: (targets, seconds) => loadTogether(targets, seconds, options.connections, ids),
     rounds: async (title, targets) => {
       process.stderr.write(`${title}\n`);
       for (const t of targets) if (t.system.name.startsWith('plantstore')) resetPeakRss(t.system.pid);

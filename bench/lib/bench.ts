@@ -117,6 +117,8 @@ export interface Bench {
   target(system: System, kind: Kind, token?: string, path?: string): Target;
   /** One load of `target` for `seconds`; a warm-up's numbers are not kept. */
   load(target: Target, seconds: number, warmup?: boolean): Promise<void>;
+  /** One load of every target of `targets` at once, a wrk process each, and what they add up to. */
+  loadTogether(targets: readonly Target[], seconds: number): Promise<Together>;
   /** Warms every target up, then runs the rounds with the targets taking turns. */
   rounds(title: string, targets: Target[]): Promise<void>;
 }

@@ -1,5 +1,6 @@
 // npm run bench [-- --postgres postgres://…] [--rounds 3] [--duration 8] [--baseline DIR] [--profile DIR] [--keep]
-//                 [--only list,create,scale,mix,webhooks,jwt,metrics] [--mix-only] [--webhooks-only] [--jwt-only] [--metrics-only]
+//                 [--only list,create,scale,mix,webhooks,jwt,metrics,scale-out] [--mix-only] [--webhooks-only] [--jwt-only] [--metrics-only]
+//                 [--instances 1,2,4] [--pool-size N]
 //
 // Loads each system on loopback with wrk and prints one table: requests/s, p50 and p99 latency, the
 // server's CPU time per request (and PostgreSQL's, for PostgreSQL rows), the ratio to the reference, and
@@ -8,18 +9,26 @@
 // that machine noise between runs cannot blur. Systems take turns (A B A B …) and each number is the
 // median of the rounds, because these machines are shared and noisy. Never part of npm test.
 //
+// --only scale-out (PostgreSQL only) runs N plantstore instances on one database for each N of
+// --instances, a wrk process each, against as many bare servers, and prints a table of its own: × one
+// instance and efficiency. --pool-size is the instances' DATABASE_POOL_SIZE; PostgreSQL's max_connections
+// is checked against it before anything starts.
+//
 // This file is the runner: the flags, the scenarios and the order they run in, the rounds, the printed
 // table and notes. Each scenario is a file of scenarios/; what they share is in lib/.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { SCENARIO_NAMES, WARMUP_S, type Bench, type Kind, type Options, type Report, type Row, type ScenarioName, type Target } from './lib/bench.js';
+import {
+  Refusal, SCENARIO_NAMES, WARMUP_S, type Bench, type Kind, type Options, type Report, type Row, type ScenarioName, type Table, type Target,
+} from './lib/bench.js';
 import { findPostmaster } from './lib/db-cpu.js';
 import { countStored } from './lib/durability.js';
 import { startFleet } from './lib/fleet.js';
 import { firstIds, load, loadTogether } from './lib/load.js';
 import { auth, LIST_PATH } from './lib/requests.js';
+import { parseInstances, parsePoolSize } from './lib/scale-out.js';
 import { scrapeNote } from './lib/scrape.js';
 import { dropPostgresSchema } from './lib/seed.js';
 import { stat } from './lib/stats.js';
@@ -32,12 +41,14 @@ import { list } from './scenarios/list.js';
 import { metrics } from './scenarios/metrics.js';
 import { mix } from './scenarios/mix.js';
 import { scale } from './scenarios/scale.js';
+import { checkConnections, scaleOut } from './scenarios/scale-out.js';
 import { webhooks } from './scenarios/webhooks.js';
 
 /**
  * list: scenario 1 (its JWT row included); create: 2; scale: 3 (1M plants); webhooks: 4; mix: 5, the
- * realistic mix. Two more, never in the default set: jwt, scenario 1's opaque and JWT rows only; metrics,
- * scenarios 1 and 2 with metrics off and on only.
+ * realistic mix. Three more, never in the default set: jwt, scenario 1's opaque and JWT rows only; metrics,
+ * scenarios 1 and 2 with metrics off and on only; scale-out, several instances on one PostgreSQL database
+ * (PostgreSQL only, and minutes more for each N: the default run keeps its length).
  */
 const DEFAULT_SCENARIOS: readonly ScenarioName[] = ['list', 'create', 'scale', 'webhooks', 'mix'];
 
@@ -63,29 +74,38 @@ function parseOptions(): { options: Options; selected: Set<ScenarioName> } {
       'webhooks-only': { type: 'boolean', default: false },
       'jwt-only': { type: 'boolean', default: false },
       'metrics-only': { type: 'boolean', default: false },
+      // The scale-out scenario's numbers of instances (1 is added if missing) and their DATABASE_POOL_SIZE.
+      instances: { type: 'string', default: '1,2,4' },
+      'pool-size': { type: 'string' },
     },
   });
   const selected = new Set<ScenarioName>();
   for (const name of args.only?.split(',').map((n) => n.trim()).filter(Boolean) ?? []) {
-    if (!(SCENARIO_NAMES as readonly string[]).includes(name)) throw new Error(`--only: unknown scenario "${name}"; scenarios are ${SCENARIO_NAMES.join(', ')}`);
+    if (!(SCENARIO_NAMES as readonly string[]).includes(name)) throw new Refusal(`--only: unknown scenario "${name}"; scenarios are ${SCENARIO_NAMES.join(', ')}`);
     selected.add(name as ScenarioName);
   }
   for (const name of ['mix', 'webhooks', 'jwt', 'metrics'] as const) if (args[`${name}-only`]) selected.add(name);
   if (selected.size === 0) for (const name of DEFAULT_SCENARIOS) selected.add(name);
   const postgresUrl = args.postgres ?? (process.env.DATABASE_URL?.startsWith('postgres') ? process.env.DATABASE_URL : undefined);
+  if (selected.has('scale-out') && postgresUrl === undefined) {
+    throw new Refusal('--only scale-out runs on PostgreSQL only: pass --postgres postgres://… (or DATABASE_URL=postgres://…)');
+  }
   const options: Options = {
     rounds: Number(args.rounds), durationS: Number(args.duration), connections: Number(args.connections),
     postgresUrl, baseline: args.baseline, profile: args.profile, keep: args.keep,
+    instances: parseInstances(args.instances), poolSize: parsePoolSize(args['pool-size'], process.env.DATABASE_POOL_SIZE),
   };
   return { options, selected };
 }
 
 /**
  * The scenarios in the order they run. Webhooks first, on processes of their own. The fleet (the servers
- * of scenarios 1 and 2) serves list, jwt, metrics and create, and stops before the mix, which then has
- * the CPU to itself. jwt runs only without list, whose scenario has its rows.
+ * of scenarios 1 and 2) serves list, jwt, metrics and create, and stops before scale-out and the mix,
+ * which then have the CPU to themselves. jwt runs only without list, whose scenario has its rows.
+ * Scale-out's connection check comes before any seeding, so that a run it would refuse stops at once.
  */
 async function runScenarios(bench: Bench): Promise<Stores> {
+  if (bench.has('scale-out')) await checkConnections(bench);
   const stores = await seedStores(bench);
   if (bench.has('webhooks')) await webhooks(bench, stores);
   const fleet = (['list', 'create', 'jwt', 'metrics'] as const).some((n) => bench.has(n)) ? await startFleet(bench, stores) : undefined;
@@ -95,6 +115,7 @@ async function runScenarios(bench: Bench): Promise<Stores> {
   if (bench.has('scale')) await scale(bench, stores);
   if (fleet && bench.has('create')) await create(bench, stores, fleet);
   await fleet?.stop();
+  if (bench.has('scale-out')) await scaleOut(bench, stores);
   if (bench.has('mix')) await mix(bench);
   return stores;
 }
@@ -103,7 +124,7 @@ async function runScenarios(bench: Bench): Promise<Stores> {
 async function makeBench(options: Options, selected: ReadonlySet<ScenarioName>, dir: string): Promise<Bench & { systems: System[] }> {
   const systems: System[] = [];
   const ids = firstIds();
-  const report: Report = { rows: [], webhookRows: [], webhookSummaries: [], scrapers: new Map(), summaries: [], durability: [] };
+  const report: Report = { rows: [], webhookRows: [], tables: [], webhookSummaries: [], scrapers: new Map(), summaries: [], durability: [] };
   // pgSystems: PostgreSQL servers, whose rows count PostgreSQL's CPU too.
   const pgSystems = new Set<System>();
   const postmaster = options.postgresUrl ? await findPostmaster(options.postgresUrl).catch(() => undefined) : undefined;
@@ -150,6 +171,15 @@ async function makeBench(options: Options, selected: ReadonlySet<ScenarioName>, 
   return bench;
 }
 
+/** A Markdown table, its columns as wide as their widest cell, as docs/performance.md quotes it. */
+function printCells({ header, lines }: Table): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => (l[i] ?? '').length)));
+  const fmt = (cells: readonly string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join(' | ')} |`;
+  console.log(fmt(header));
+  console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
+  for (const l of lines) console.log(fmt(l));
+}
+
 function printTable(rows: Row[]): void {
   const header = ['scenario', 'system', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'DB CPU µs/req', 'ratio', 'target', 'peak RSS', 'non-2xx'];
   const lines = rows.map(({ scenario: s, target, reference, referenceName, goal, p99Goal }) => {
@@ -173,21 +203,17 @@ function printTable(rows: Row[]): void {
       String(m.errors),
     ];
   });
-  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => (l[i] ?? '').length)));
-  const fmt = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join(' | ')} |`;
-  console.log(fmt(header));
-  console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
-  for (const l of lines) console.log(fmt(l));
+  printCells({ header, lines });
 }
 
 /** The tables, then the notes: deliveries, scrapes, the mix, durability, the stores, what the rows ran with. */
 async function printReport(bench: Bench & { systems: System[] }, stores: Stores): Promise<void> {
-  const { rows, webhookRows, webhookSummaries, scrapers, summaries, durability } = bench.report;
-  console.log();
-  if (rows.length > 0) printTable(rows);
-  if (webhookRows.length > 0) {
-    if (rows.length > 0) console.log();
-    printTable(webhookRows);
+  const { rows, webhookRows, tables, webhookSummaries, scrapers, summaries, durability } = bench.report;
+  const printed = [...(rows.length > 0 ? [() => printTable(rows)] : []), ...(webhookRows.length > 0 ? [() => printTable(webhookRows)] : []),
+    ...tables.map((table) => () => printCells(table))];
+  for (const print of printed) {
+    console.log();
+    print();
   }
   console.log();
   for (const line of webhookSummaries) console.log(line);
@@ -201,7 +227,7 @@ async function printReport(bench: Bench & { systems: System[] }, stores: Stores)
   }
   const storesLine = storesNote(stores, bench);
   if (storesLine !== undefined) console.log(storesLine);
-  console.log('rows of scenarios 1, 2 and 5 run with metrics on (scraped while loaded) and one webhook endpoint registered by another user; ' +
+  if (rows.length + webhookRows.length > 0) console.log('rows of scenarios 1, 2 and 5 run with metrics on (scraped while loaded) and one webhook endpoint registered by another user; ' +
     'DB CPU: every PostgreSQL process\'s CPU over the load (backends and background workers; processes that exited during it are missed).' +
     `${bench.options.postgresUrl ? '' : ' PostgreSQL: not run (pass --postgres URL or DATABASE_URL=postgres://…).'}`);
   if (bench.options.profile !== undefined) {
@@ -237,4 +263,10 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+try {
+  await main();
+} catch (error) {
+  if (!(error instanceof Refusal)) throw error;
+  console.error(`npm run bench: ${error.message}`);
+  process.exitCode = 2;
+}

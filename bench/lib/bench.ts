@@ -4,7 +4,7 @@ import type { Scraper } from './scrape.js';
 import type { System } from './systems.js';
 
 /** The scenarios, in the order --only names them (run.ts runs them in its own order). */
-export const SCENARIO_NAMES = ['list', 'create', 'scale', 'webhooks', 'mix', 'jwt', 'metrics'] as const;
+export const SCENARIO_NAMES = ['list', 'create', 'scale', 'webhooks', 'mix', 'jwt', 'metrics', 'scale-out'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 /**
@@ -26,6 +26,10 @@ export interface Options {
   readonly baseline: string | undefined;
   readonly profile: string | undefined;
   readonly keep: boolean;
+  /** --instances: the scale-out scenario's numbers of instances, sorted, 1 among them. */
+  readonly instances: readonly number[];
+  /** --pool-size: the scale-out instances' DATABASE_POOL_SIZE. */
+  readonly poolSize: number;
 }
 
 export type Kind = 'list' | 'create' | 'mix';
@@ -82,12 +86,20 @@ export interface Row {
 /** A durability check: a name, the target whose creates were acknowledged, its store, and each id's owner when not the bench user. */
 export type Durability = [string, Target, string, ((id: number) => string)?];
 
+/** A table of its own columns, printed as the others are. */
+export interface Table {
+  readonly header: readonly string[];
+  readonly lines: ReadonlyArray<readonly string[]>;
+}
+
 /** What the run prints after its rounds, in this order. */
 export interface Report {
   /** The main table: scenarios 1, 2, 3 and 5 (and the metrics pairs). */
   readonly rows: Row[];
   /** Scenario 4's table, printed apart. */
   readonly webhookRows: Row[];
+  /** Tables whose columns are not the rows' (the scale-out scenario's), after them. */
+  readonly tables: Table[];
   readonly webhookSummaries: string[];
   /** Every server with metrics on, and its scrapes. */
   readonly scrapers: Map<System, Scraper>;

@@ -1,4 +1,4 @@
-// The stores of scenarios 1 to 4, seeded once per run: a small one (10k plants) and, for scenario 3, a
+// The stores of scenarios 1 to 4 and scale-out, seeded once per run: a small one (10k plants) and, for scenario 3, a
 // large one (1M) on SQLite, the same on PostgreSQL when it runs, and copies of the small SQLite store so
 // that every server has a store of its own (same plants, same token).
 import { copyFileSync } from 'node:fs';
@@ -29,7 +29,8 @@ export interface Stores {
 }
 
 const usesSmall: readonly ScenarioName[] = ['list', 'create', 'scale', 'webhooks', 'jwt', 'metrics'];
-const usesPostgres: readonly ScenarioName[] = ['list', 'create', 'scale', 'metrics'];
+// scale-out uses the small PostgreSQL store alone: its instances share one database, SQLite's cannot.
+const usesPostgres: readonly ScenarioName[] = ['list', 'create', 'scale', 'metrics', 'scale-out'];
 
 export async function seedStores(bench: Bench): Promise<Stores> {
   process.stderr.write('seeding stores…\n');

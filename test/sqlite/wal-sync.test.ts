@@ -68,10 +68,9 @@ function watch(promise: Promise<unknown>): { readonly now: Settled } {
   return { get now() { return now; } };
 }
 
-/** A write queue on a real SQLite file, syncing through `lanes` HeldSyncs (`sync` is the first). */
-function queueOnFile(t: TestContext, lanes = 1) {
-  const syncs = Array.from({ length: lanes }, () => new HeldSync());
-  const sync = syncs[0] as HeldSync;
+/** A write queue on a real SQLite file, syncing through a HeldSync. */
+function queueOnFile(t: TestContext) {
+  const sync = new HeldSync();
   const path = join(tempDir(t), 'queue.db');
   const db = new Database(path, { timeout: 0 });
   db.pragma('journal_mode = WAL');
@@ -98,11 +97,11 @@ function queueOnFile(t: TestContext, lanes = 1) {
       const last = settledWoke.at(-1);
       if (last) last[1] = true;
     },
-  }, syncs);
+  }, sync);
   /** Rows another connection sees: what is committed, answered or not. */
   const visible = () => other.prepare('SELECT x FROM t ORDER BY x').pluck().all();
   const write = (x: number, durable = true) => watch(queue.add(() => insert.run(x).changes, { durable }));
-  return { db, queue, sync, syncs, write, visible, log, settledWoke };
+  return { db, queue, sync, write, visible, log, settledWoke };
 }
 
 test('a batch is answered only when the WAL sync after its commit returns; batches committed meanwhile share the next sync', async (t) => {
@@ -154,55 +153,6 @@ test('a sync that has returned is picked up by the next write or commit, not at 
   assert.deepEqual([second.now.state, third.now.state], ['resolved', 'pending']);
   assert.equal(sync.calls, 3);
   sync.release();
-  await turn();
-  assert.equal(third.now.state, 'resolved');
-});
-
-test('with two lanes, a batch committed during a sync starts its own on the other lane; the first to return answers every batch it covers; with both busy, batches share the next', async (t) => {
-  const { write, syncs, log } = queueOnFile(t, 2);
-  const [one, two] = syncs as [HeldSync, HeldSync];
-  const first = write(1);
-  await turn();
-  const second = write(2);
-  await turn();
-  assert.deepEqual([one.calls, two.calls], [1, 1], 'the second batch did not wait for the first sync');
-  const third = write(3);
-  await turn();
-  const fourth = write(4);
-  await turn();
-  assert.deepEqual([one.calls, two.calls], [1, 1], 'both lanes busy: the batches committed meanwhile wait');
-  // The second lane's sync started after the first two batches committed: it covers both.
-  two.release();
-  await turn();
-  assert.deepEqual([first.now.state, second.now.state, third.now.state, fourth.now.state], ['resolved', 'resolved', 'pending', 'pending']);
-  assert.deepEqual([one.calls, two.calls], [1, 2], 'the batches that waited share the next sync, on the lane that is free');
-  one.release();
-  await turn();
-  assert.deepEqual([third.now.state, fourth.now.state], ['pending', 'pending'], 'the first sync started before they committed: it does not cover them');
-  assert.deepEqual([one.calls, two.calls], [1, 2], 'no sync is needed while one in flight covers every batch waiting');
-  two.release();
-  await turn();
-  assert.deepEqual([third.now.state, fourth.now.state], ['resolved', 'resolved']);
-  assert.equal(log.filter((l) => l === 'committed').length, 4, 'each batch answered once');
-});
-
-test('with two lanes, a failed sync fails every batch waiting, and a sync of the other lane that returns later answers none of them twice', async (t) => {
-  const { write, syncs, log } = queueOnFile(t, 2);
-  const [one, two] = syncs as [HeldSync, HeldSync];
-  const first = write(1);
-  await turn();
-  const second = write(2);
-  await turn();
-  one.release(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
-  await turn();
-  assert.deepEqual([first.now.state, second.now.state], ['rejected', 'rejected'], 'the batch after it is no safer');
-  two.release();
-  await turn();
-  assert.deepEqual(log, ['cannotWrite EIO: i/o error, fdatasync', 'settled true 1', 'settled true 1']);
-  const third = write(3);
-  await turn();
-  assert.deepEqual([one.calls, two.calls], [2, 1], 'the next batch syncs again');
-  one.release();
   await turn();
   assert.equal(third.now.state, 'resolved');
 });

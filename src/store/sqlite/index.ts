@@ -14,7 +14,7 @@ import { EventsListener, releaseOrphanedClaims, SqliteOutbox } from './outbox.js
 import { SqlitePlants } from './plants.js';
 import { FIRST_RETRY_MS, MAX_RETRY_MS, WriteQueue } from './queue.js';
 import { FileState, type StoreFile } from './state.js';
-import { WAL_SYNC_LANES, walFileSync } from './wal.js';
+import { walFileSync } from './wal.js';
 import { sqliteSecrets, sqliteTokenDriver } from './tokens.js';
 import { SqliteTransfer } from './transfer.js';
 import { SqliteWebhookOperations } from './webhook-operations.js';
@@ -162,7 +162,7 @@ class SqliteStore implements CacheableStore, TransferableStore {
         if (committed) file.observer?.committed(this.backend, writes);
       },
       afterCommit: events.tell,
-    }, Array.from({ length: WAL_SYNC_LANES }, () => walFileSync(`${file.realPath}-wal`)));
+    }, walFileSync(`${file.realPath}-wal`));
     this.#webhooks = new SqliteWebhookStatements(db, SQLITE);
     this.plants = new SqlitePlants(db, state, this.#writes, this.#webhooks, SQL.deletePlant);
     this.tokens = new SqlTokens(SQLITE, sqliteTokenDriver(db, SQL, state, this.#writes, this.#webhooks));

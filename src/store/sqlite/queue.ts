@@ -17,8 +17,6 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /** A batch committed, its callers not yet answered: waiting for the WAL sync that makes it durable. */
 interface CommittedBatch {
-  /** Its place in commit order: a sync started after this batch's commit covers it. */
-  readonly seq: number;
   readonly writes: QueuedWrite[];
   readonly outcomes: Outcome[];
   /** Needs a sync of its own (a durable write among its writes); otherwise only the syncs of those before it. */
@@ -57,17 +55,11 @@ export interface WriteQueueEvents {
  * once that transaction is durable.
  *
  * Durable without blocking the event loop: a batch commits with synchronous=NORMAL (in WAL mode the
- * frames are written, not synced), then the WAL is synced with fdatasync in a thread of its own (a
- * WalSync lane) while the event loop goes on serving, and the batch's callers are answered when that
- * sync returns. A sync covers every batch committed before it started (fdatasync returns once every
- * page written before the call is on the disk, whatever other sync of the file is in flight), so
- * whichever returns first answers them. Each lane runs one sync at a time: with two lanes, a batch committed while one sync is
- * in flight starts its own on the other at once, rather than waiting for the first to return and then
- * for its own (a flush of this kind of virtual disk sometimes takes tens of milliseconds, and every
- * create committed meanwhile waited for it and then for one more); with every lane busy, the batches
- * committed meanwhile share the next sync to start. Each write queued and each commit first asks the
- * lanes whether a sync has returned (WalSync.poll), so that under load a batch is answered, and the
- * next sync started, within the turn the sync returned in. With
+ * frames are written, not synced), then the WAL is synced with fdatasync in a thread of its own (WalSync)
+ * while the event loop goes on serving, and the batch's callers are answered when that sync returns. One
+ * sync is in flight at a time; the batches committed meanwhile share the next one. Each write queued
+ * and each commit first asks the sync whether it has returned (WalSync.poll), so that under load a
+ * batch is answered, and the next sync started, within the turn the sync returned in. With
  * synchronous=FULL, SQLite's COMMIT would make the same fdatasync inside the call, the event loop
  * waiting on the disk. What a power loss can take is the same: only writes not yet answered. What
  * differs: between its commit and its sync, a batch's writes are visible to reads (a list can show a
@@ -93,30 +85,20 @@ export class WriteQueue {
   #retry: NodeJS.Timeout | undefined;
   #retryMs = FIRST_RETRY_MS;
   #closing = false;
-  readonly #lanes: readonly WalSync[];
-  /** Which lanes have a sync in flight. */
-  readonly #busy: boolean[];
-  #syncing = 0;
+  readonly #wal: WalSync;
   /** Committed batches whose callers wait for a sync, in commit order; the first is always durable. */
   #unsynced: CommittedBatch[] = [];
-  /** The seq of the last batch committed, and of the last durable one. */
-  #committed = 0;
-  #lastDurable = 0;
-  /** The last seq a sync started so far covers: a durable batch past it needs a sync of its own. */
-  #covered = 0;
+  #syncing = false;
   /** Bumped by close, which syncs and answers everything itself: a sync still in flight then changes nothing. */
   #generation = 0;
   /** A write of the running batch called `wakeAfterCommit`. */
   #wake = false;
 
-  /** `lanes`: where syncs run, one at a time each (one lane: one sync in flight at a time). */
-  constructor(db: Database.Database, busyTimeoutMs: number, events: WriteQueueEvents, lanes: readonly WalSync[]) {
-    if (lanes.length === 0) throw new Error('a write queue needs a WAL sync lane');
+  constructor(db: Database.Database, busyTimeoutMs: number, events: WriteQueueEvents, wal: WalSync) {
     this.#db = db;
     this.#busyTimeoutMs = busyTimeoutMs;
     this.#events = events;
-    this.#lanes = lanes;
-    this.#busy = lanes.map(() => false);
+    this.#wal = wal;
     this.#begin = db.prepare('BEGIN IMMEDIATE');
     this.#commit = db.prepare('COMMIT');
     this.#rollback = db.prepare('ROLLBACK');
@@ -132,7 +114,7 @@ export class WriteQueue {
    */
   add<T>(run: () => T, { durable = true }: { durable?: boolean } = {}): Promise<T> {
     // A sync in flight may have finished: its batches are answered now rather than at the loop's next turn.
-    this.#poll();
+    if (this.#syncing) this.#wal.poll();
     const unavailable = this.#events.unavailable();
     if (unavailable) return Promise.reject(new StoreUnavailableError(unavailable));
     return new Promise<T>((resolve, reject) => {
@@ -159,14 +141,13 @@ export class WriteQueue {
     this.#closing = true;
     this.#commitBatch();
     this.#generation++;
-    this.#syncing = 0;
-    this.#busy.fill(false);
-    for (const lane of this.#lanes) lane.close();
+    this.#syncing = false;
+    this.#wal.close();
     if (this.#unsynced.length === 0) return;
     const batches = this.#unsynced;
     this.#unsynced = [];
     try {
-      (this.#lanes[0] as WalSync).syncNow();
+      this.#wal.syncNow();
     } catch (error) {
       return this.#syncFailed(batches, error);
     }
@@ -232,51 +213,32 @@ export class WriteQueue {
       this.#fail(writes, aborted);
       return this.#events.settled?.(false, writes.length);
     }
-    const durable = writes.some((w) => w.durable);
-    const batch: CommittedBatch = { seq: ++this.#committed, writes, outcomes, durable, wake };
+    const batch: CommittedBatch = { writes, outcomes, durable: writes.some((w) => w.durable), wake };
     // A batch that needs no sync and follows none waiting for one is answered at once.
     if (!batch.durable && this.#unsynced.length === 0) return this.#answer(batch);
-    if (durable) this.#lastDurable = batch.seq;
     this.#unsynced.push(batch);
-    // A sync in flight may have finished by now (see WalSync.poll): its callback then starts the next,
-    // which covers the batch just committed too.
-    this.#poll();
     this.#sync();
   }
 
-  /** Hands over the syncs in flight that have returned by now (WalSync.poll). */
-  #poll(): void {
-    if (this.#syncing === 0) return;
-    this.#lanes.forEach((lane, i) => {
-      if (this.#busy[i]) lane.poll();
-    });
-  }
-
-  /**
-   * Starts a sync on a free lane when a durable batch waits that no sync started so far covers; with
-   * every lane busy, it is started when one returns.
-   */
+  /** Starts a sync of the WAL for the batches waiting, unless one is in flight (it is started again when that returns). */
   #sync(): void {
-    if (this.#lastDurable <= this.#covered || this.#unsynced.length === 0) return;
-    const lane = this.#busy.indexOf(false);
-    if (lane === -1) return;
-    const upTo = this.#committed;
-    this.#covered = upTo;
-    this.#busy[lane] = true;
-    this.#syncing++;
+    // The sync in flight may have finished by now (see WalSync.poll): its callback then starts the next,
+    // which covers the batch just committed too.
+    if (this.#syncing) return this.#wal.poll();
+    if (this.#unsynced.length === 0) return;
+    this.#syncing = true;
+    const covered = this.#unsynced.length;
     const generation = this.#generation;
-    (this.#lanes[lane] as WalSync).sync((error) => {
+    this.#wal.sync((error) => {
       if (generation !== this.#generation) return;
-      this.#busy[lane] = false;
-      this.#syncing--;
+      this.#syncing = false;
       if (error) {
         // What follows the batches covered was written after them and is no safer: all fail.
         const batches = this.#unsynced;
         this.#unsynced = [];
         return this.#syncFailed(batches, error);
       }
-      // Those a sync that returned earlier covered are answered already.
-      while ((this.#unsynced[0]?.seq ?? Infinity) <= upTo) this.#answer(this.#unsynced.shift() as CommittedBatch);
+      for (const batch of this.#unsynced.splice(0, covered)) this.#answer(batch);
       // Batches of non-durable writes that now follow no unsynced batch need no sync of their own.
       while (this.#unsynced[0]?.durable === false) this.#answer(this.#unsynced.shift() as CommittedBatch);
       this.#sync();

@@ -19,14 +19,6 @@ export interface WalSync {
   close(): void;
 }
 
-/**
- * Syncs of the WAL that may be in flight at once (WriteQueue), each lane a thread of its own, the second
- * started only when two syncs first overlap. A flush of the disk sometimes stalls: a batch committed
- * meanwhile then starts its own sync rather than waiting for the stalled one and then for its own. Two,
- * not more: a third lane made no difference beyond the noise in the bench's creates, and each is a thread.
- */
-export const WAL_SYNC_LANES = 2;
-
 /** fdatasync of the file at `path`, opened anew (so it is the file at that path now that is synced). */
 function syncFile(path: string): void {
   const fd = openSync(path, 'r');

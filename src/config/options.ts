@@ -77,7 +77,7 @@ export const OPTIONS = [
   ),
   integerOption(
     'databasePoolSize', 'DATABASE_POOL_SIZE', '10',
-    'PostgreSQL: connections per instance, opened as needed and kept (instances × this must stay below the server\'s max_connections)', 1, 1000,
+    'PostgreSQL: connections per instance, opened as needed and kept; each serving instance opens one more, to hear other instances\' webhook events (instances × (this + 1) must stay below the server\'s max_connections)', 1, 1000,
   ),
   durationOption(
     'databaseStartupTimeoutMs', 'DATABASE_STARTUP_TIMEOUT', '30s',

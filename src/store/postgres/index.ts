@@ -58,7 +58,7 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Trans
     // shrunk meets the next burst with new connections to make, each a new PostgreSQL backend with
     // its statements to prepare again, while the burst's requests wait: a pause longer than the idle
     // timeout made the lists after it several times slower. A pool that holds its connections is also
-    // what DATABASE_POOL_SIZE times the instances must fit in max_connections for anyway.
+    // what the instances' pools (and each one's listening connection) must fit in max_connections for anyway.
     idleTimeoutMillis: 0,
     application_name: 'plantstore',
   });

@@ -171,10 +171,12 @@ export function connectionVerdict(limits: ConnectionLimits, instances: number, p
   const minimum = needed + superuserReserved + reserved + inUse;
   const pool = Math.floor(available / instances) - 1;
   const fewer = Math.floor(available / (poolSize + 1));
-  const smaller = pool >= 1 ? `give the instances smaller pools (--pool-size ${pool})` : `run fewer instances (--instances up to ${Math.max(0, fewer)})`;
+  // One instance always runs (× one divides by it): where not even that fits, max_connections is the only fix.
+  const other = pool >= 1 ? `, or give the instances smaller pools (--pool-size ${pool})`
+    : fewer >= 1 ? `, or run fewer instances (--instances up to ${fewer})` : '';
   return {
     fits, needed, available,
-    line: `${line}. Raise max_connections to ${minimum} or more (ALTER SYSTEM SET max_connections = ${minimum}; then restart PostgreSQL), or ${smaller}.`,
+    line: `${line}. Raise max_connections to ${minimum} or more (ALTER SYSTEM SET max_connections = ${minimum}; then restart PostgreSQL)${other}.`,
   };
 }
 

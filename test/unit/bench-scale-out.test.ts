@@ -112,6 +112,10 @@ test('max_connections: N × (pool + 1) must fit in what neither the reserved slo
 
   const noPoolFits = connectionVerdict({ maxConnections: 20, superuserReserved: 3, reserved: 0, inUse: 1 }, 12, 10);
   assert.match(noPoolFits.line, /or run fewer instances \(--instances up to 1\)\.$/);
+  // Not even one instance with a pool of one: no --instances or --pool-size can help, and none is suggested.
+  const nothingFits = connectionVerdict({ maxConnections: 5, superuserReserved: 3, reserved: 0, inUse: 1 }, 1, 10);
+  assert.equal(nothingFits.fits, false);
+  assert.match(nothingFits.line, /then restart PostgreSQL\)\.$/);
 });
 
 test('the machine is short of cores once N instances and N wrk processes want more than it has', () => {

@@ -1,6 +1,6 @@
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
-import { JWT_SCHEME_NAME, OPAQUE_SCHEME_NAME, OPTIONAL_BODY, requestErrorResponses, TAG } from './schemas.js';
+import { HEADER_PARAMETERS, JWT_SCHEME_NAME, OPAQUE_SCHEME_NAME, OPTIONAL_BODY, requestErrorResponses, TAG } from './schemas.js';
 
 export { errorTableMarkdown } from './schemas.js';
 
@@ -75,16 +75,28 @@ const TAGS = [
 
 /** The part of the document optionalBodies goes through. */
 interface OpenApiPaths {
-  paths?: Record<string, Record<string, { requestBody?: { required?: boolean }; [OPTIONAL_BODY]?: boolean }>>;
+  paths?: Record<string, Record<string, {
+    requestBody?: { required?: boolean };
+    parameters?: unknown[];
+    [OPTIONAL_BODY]?: boolean;
+    [HEADER_PARAMETERS]?: unknown[];
+  }>>;
 }
 
 /**
- * A route whose schema says `[OPTIONAL_BODY]: true` may be called without a body (it validates an absent
+ * A route's header parameters described by hand are added to its parameters (HEADER_PARAMETERS). A route
+ * whose schema says `[OPTIONAL_BODY]: true` may be called without a body (it validates an absent
  * one as `{}`): @fastify/swagger marks every body required, so the mark is turned into `required: false`.
  */
 function optionalBodies<T extends OpenApiPaths>(document: T): T {
   for (const methods of Object.values(document.paths ?? {})) {
     for (const operation of Object.values(methods)) {
+      // A route's header parameters described by hand (schemas.ts HEADER_PARAMETERS).
+      const headers = operation[HEADER_PARAMETERS];
+      if (headers !== undefined) {
+        delete operation[HEADER_PARAMETERS];
+        operation.parameters = [...(operation.parameters ?? []), ...headers];
+      }
       if (operation[OPTIONAL_BODY] !== true) continue;
       delete operation[OPTIONAL_BODY];
       if (operation.requestBody) operation.requestBody.required = false;

@@ -71,6 +71,13 @@ export function ref<T = unknown>(schema: TSchema): TUnsafe<T> {
 export const OPTIONAL_BODY = 'x-optional-body';
 
 /**
+ * A route schema's header parameters for the document only (openapi.ts adds them to the operation's
+ * parameters): Fastify validates headers with its own builder, which the apps that share builders lack,
+ * so a route that reads an optional header checks it by hand and describes it here.
+ */
+export const HEADER_PARAMETERS = 'x-header-parameters';
+
+/**
  * The tags of the published document, in its order; openapi.ts describes them and each route names one.
  * A route naming another tag would fail the lint test (spectral's operation-tag-defined).
  */

@@ -10,7 +10,7 @@ import { requireScope, type AuthSteps } from '../../auth/index.js';
 import { bearerOf } from '../../auth/hooks.js';
 import { ApiError, ERRORS, RETRY_AFTER } from '../../errors.js';
 import { SECURITY_HEADERS } from '../../plugins/security-headers.js';
-import { AUTHENTICATION_ERRORS, errorResponses, SECURITY, TAG } from '../../schemas.js';
+import { AUTHENTICATION_ERRORS, errorResponses, HEADER_PARAMETERS, SECURITY, TAG } from '../../schemas.js';
 
 const ID_TEXT = `An event id (the \`id\` of an event received, as it is: \`${FEED_ID_PATTERN}\`)`;
 
@@ -18,9 +18,11 @@ const EventsQuery = Type.Object({
   since: Type.Optional(Type.String({ maxLength: 41, description: `${ID_TEXT}: the stream continues after it. Last-Event-ID wins when both are given` })),
 });
 
-const EventsHeaders = Type.Object({
-  'last-event-id': Type.Optional(Type.String({ description: `${ID_TEXT}, as EventSource and the client send it when they reconnect` })),
-});
+/** Checked by hand (resumeFrom), described for the document (see HEADER_PARAMETERS). */
+const LAST_EVENT_ID = {
+  name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', maxLength: 41 },
+  description: `${ID_TEXT}, as EventSource and the client send it when they reconnect: the stream continues after it`,
+};
 
 const STREAM_DESCRIPTION = [
   'A `text/event-stream` (server-sent events). First `retry: 2000` and an event `ready` whose `id` is the position the stream',
@@ -31,8 +33,9 @@ const STREAM_DESCRIPTION = [
 ].join(' ');
 
 /** The position a request resumes from: Last-Event-ID, else `since`, else none (the log's end). */
-function resumeFrom(header: string | undefined, since: string | undefined): FeedPosition | undefined {
-  const text = header ?? since;
+function resumeFrom(header: string | string[] | undefined, since: string | undefined): FeedPosition | undefined {
+  // Sent twice, it is ambiguous: refused, as a malformed one is.
+  const text = Array.isArray(header) ? '' : header ?? since;
   if (text === undefined) return undefined;
   const at = parseFeedId(text.trim());
   if (at === undefined) throw new ApiError(ERRORS.invalidEventId);
@@ -61,7 +64,7 @@ export const feedRoute: FastifyPluginAsyncTypebox<{ store: Store; auth: AuthStep
           '(FEED_RETENTION). Browsers: read it with fetch (EventSource cannot send the Authorization header).',
         security: SECURITY,
         querystring: EventsQuery,
-        headers: EventsHeaders,
+        [HEADER_PARAMETERS]: [LAST_EVENT_ID],
         response: {
           200: { description: STREAM_DESCRIPTION, content: { 'text/event-stream': { schema: { type: 'string' } } } },
           ...errorResponses(ERRORS.invalidEventId, ...AUTHENTICATION_ERRORS, ERRORS.feedExpired, ERRORS.tooManyStreams, ERRORS.feedFull),

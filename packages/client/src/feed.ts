@@ -77,16 +77,15 @@ async function* read(body: ReadableStream<Uint8Array>, state: State): AsyncGener
       const events = chunk.done ? parser.end() : parser.push(chunk.value);
       if (parser.retryMs !== undefined) state.retryMs = parser.retryMs;
       for (const event of events) {
+        // Every event's id counts, one of a type this client skips too, as EventSource's Last-Event-ID.
+        if (event.lastEventId !== '') state.resume = event.lastEventId;
         if (event.type === 'ready') {
-          if (event.lastEventId !== '') state.resume = event.lastEventId;
           if (!state.readyYielded && state.resume !== undefined) {
             state.readyYielded = true;
             yield { type: 'ready', id: state.resume };
           }
         } else if (event.type === 'plant.created' || event.type === 'plant.deleted') {
-          const plant = plantEvent(event, event.type);
-          state.resume = event.lastEventId;
-          yield plant;
+          yield plantEvent(event, event.type);
         } else if (event.type === 'end') {
           // slow-reader, shutting-down, or one this client does not know: reconnect from the last id.
           return endReason(event.data) === 'token-revoked' ? 'revoked' : 'reconnect';

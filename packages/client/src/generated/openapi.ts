@@ -85,6 +85,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/plants/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow plants created and deleted, live
+         * @description Server-sent events of the caller's plants (an admin token: every user's) created and deleted, in commit order, across instances. A client that reconnects with Last-Event-ID (or `since`) receives every event after that one, none twice, while the feed keeps it (FEED_RETENTION). Browsers: read it with fetch (EventSource cannot send the Authorization header).
+         */
+        get: operations["watchPlants"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks": {
         parameters: {
             query?: never;
@@ -353,6 +373,7 @@ export interface components {
          *     | 40006 | 400 | The webhook URL points at a loopback, private, link-local, unspecified or multicast address (WEBHOOK_ALLOW_PRIVATE) |
          *     | 40007 | 400 | The request body is not a valid token request |
          *     | 40008 | 400 | The request body is not a valid webhook operation (since: an RFC 3339 time; overlap: 0 or a duration up to 7d) |
+         *     | 40009 | 400 | The Last-Event-ID header or the since parameter is not an event id of the feed (GET /plants/events) |
          *     | 40100 | 401 | A bearer token is required |
          *     | 40101 | 401 | The bearer token is unknown, expired or revoked |
          *     | 40300 | 403 | The token lacks the scope this operation needs |
@@ -368,18 +389,21 @@ export interface components {
          *     | 40901 | 409 | The user already has as many webhook endpoints as allowed (WEBHOOK_MAX_PER_USER) |
          *     | 40902 | 409 | The webhook endpoint is disabled: enable it first (PATCH with "enabled": true) |
          *     | 40903 | 409 | This would pass the events test, resend and recover may have queued for the user (WEBHOOK_MAX_QUEUED_PER_USER); nothing was queued |
+         *     | 41000 | 410 | The feed no longer keeps the events after this id (FEED_RETENTION), or it is not one of its ids: list the plants again, then watch from the new stream's ready id |
          *     | 41300 | 413 | The request body is larger than the limit (MAX_BODY_SIZE) |
          *     | 41400 | 414 | The request URL is longer than the limit (MAX_URL_LENGTH) |
          *     | 41500 | 415 | The request body must be application/json (UTF-8) |
          *     | 41700 | 417 | The Expect header asks for something other than 100-continue |
          *     | 42900 | 429 | Too many requests with this token; see Retry-After |
          *     | 42901 | 429 | Too many failed authentications from this address; see Retry-After |
+         *     | 42902 | 429 | This token already has as many feed streams open on this instance as allowed (FEED_MAX_STREAMS_PER_TOKEN) |
          *     | 43100 | 431 | The request headers are too large (MAX_HEADER_SIZE) |
          *     | 50000 | 500 | Internal error |
          *     | 50300 | 503 | The store is unavailable; retry shortly |
          *     | 50301 | 503 | This instance is starting or shutting down; retry (another instance) |
          *     | 50302 | 503 | The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After) |
          *     | 50303 | 503 | The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) |
+         *     | 50304 | 503 | This instance has as many feed streams open as allowed (FEED_MAX_STREAMS); retry (another instance), see Retry-After |
          */
         Error: {
             /**
@@ -387,7 +411,7 @@ export interface components {
              * @description HTTP status × 100 + detail; see the table in this schema's description
              * @enum {integer}
              */
-            error: 40000 | 40001 | 40002 | 40003 | 40004 | 40005 | 40006 | 40007 | 40008 | 40100 | 40101 | 40300 | 40301 | 40400 | 40401 | 40402 | 40403 | 40404 | 40500 | 40800 | 40900 | 40901 | 40902 | 40903 | 41300 | 41400 | 41500 | 41700 | 42900 | 42901 | 43100 | 50000 | 50300 | 50301 | 50302 | 50303;
+            error: 40000 | 40001 | 40002 | 40003 | 40004 | 40005 | 40006 | 40007 | 40008 | 40009 | 40100 | 40101 | 40300 | 40301 | 40400 | 40401 | 40402 | 40403 | 40404 | 40500 | 40800 | 40900 | 40901 | 40902 | 40903 | 41000 | 41300 | 41400 | 41500 | 41700 | 42900 | 42901 | 42902 | 43100 | 50000 | 50300 | 50301 | 50302 | 50303 | 50304;
             message: string;
         };
         /** @description A webhook endpoint to register; unknown fields are ignored */
@@ -1159,6 +1183,131 @@ export interface operations {
                 };
             };
             /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    watchPlants: {
+        parameters: {
+            query?: {
+                /** @description An event id (the `id` of an event received, as it is: `^[0-9]{1,20}(-[0-9]{1,20})?$`): the stream continues after it. Last-Event-ID wins when both are given */
+                since?: string;
+            };
+            header?: {
+                /** @description An event id (the `id` of an event received, as it is: `^[0-9]{1,20}(-[0-9]{1,20})?$`), as EventSource and the client send it when they reconnect */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A `text/event-stream` (server-sent events). First `retry: 2000` and an event `ready` whose `id` is the position the stream continues after (the `since` given, or the log's end now). Then, in commit order, an event `plant.created` or `plant.deleted` for each plant of the caller (every user's for an admin token), `data` the plant as the webhook carries it (its id with every digit), `id` its position. A comment `: heartbeat` every FEED_HEARTBEAT. An event `end` (`data`: `{"reason", "message"}`, reason `slow-reader`, `shutting-down` or `token-revoked`) comes last when the server ends the stream. See docs/feed.md. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description 40000: The request is malformed (URL, headers or framing); 40009: The Last-Event-ID header or the since parameter is not an event id of the feed (GET /plants/events) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40100: A bearer token is required; 40101: The bearer token is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40300: The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 40800: The request was not received in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41000: The feed no longer keeps the events after this id (FEED_RETENTION), or it is not one of its ids: list the plants again, then watch from the new stream's ready id */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41400: The request URL is longer than the limit (MAX_URL_LENGTH) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 41700: The Expect header asks for something other than 100-continue */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 42900: Too many requests with this token; see Retry-After; 42901: Too many failed authentications from this address; see Retry-After; 42902: This token already has as many feed streams open on this instance as allowed (FEED_MAX_STREAMS_PER_TOKEN) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 43100: The request headers are too large (MAX_HEADER_SIZE) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 50000: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 50300: The store is unavailable; retry shortly; 50301: This instance is starting or shutting down; retry (another instance); 50302: The identity provider cannot be reached to fetch the key this JWT names; retry (see Retry-After); 50303: The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After); 50304: This instance has as many feed streams open as allowed (FEED_MAX_STREAMS); retry (another instance), see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import type { IncomingHttpHeaders } from 'node:http';
 import { createServer } from 'node:net';
 import type { TestContext } from 'node:test';
 // The package as its users import it: packages/client/dist through its "exports" (npm test builds first).
@@ -14,7 +13,6 @@ export interface Event {
   readonly phase: 'request' | 'response';
   readonly method: string;
   readonly url: string;
-  readonly headers: IncomingHttpHeaders;
   readonly status: number;
   readonly at: number;
 }
@@ -23,8 +21,8 @@ export interface Event {
 export async function served(t: TestContext, options: TestAppOptions = {}) {
   const fixture = await testApp(t, options);
   const events: Event[] = [];
-  const record = (phase: Event['phase']) => (request: { method: string; url: string; headers: IncomingHttpHeaders }, reply: { statusCode: number }, done: () => void) => {
-    events.push({ phase, method: request.method, url: request.url, headers: request.headers, status: reply.statusCode, at: performance.now() });
+  const record = (phase: Event['phase']) => (request: { method: string; url: string }, reply: { statusCode: number }, done: () => void) => {
+    events.push({ phase, method: request.method, url: request.url, status: reply.statusCode, at: performance.now() });
     done();
   };
   fixture.app.addHook('onRequest', record('request'));

@@ -63,7 +63,7 @@ function endReason(data: string): unknown {
 }
 
 /** Yields one stream's events until it ends, and says how it ended. */
-async function* read(body: ReadableStream<Uint8Array>, state: State): AsyncGenerator<FeedEvent, Ending, undefined> {
+async function* read(body: ReadableStream<Uint8Array>, state: State, signal: AbortSignal): AsyncGenerator<FeedEvent, Ending, undefined> {
   const parser = new SseParser();
   const reader = body.getReader();
   try {
@@ -77,6 +77,8 @@ async function* read(body: ReadableStream<Uint8Array>, state: State): AsyncGener
       const events = chunk.done ? parser.end() : parser.push(chunk.value);
       if (parser.retryMs !== undefined) state.retryMs = parser.retryMs;
       for (const event of events) {
+        // Aborted while the consumer had an event: the others read with it are not given.
+        if (signal.aborted) return 'dropped';
         // Every event's id counts, one of a type this client skips too, as EventSource's Last-Event-ID.
         if (event.lastEventId !== '') state.resume = event.lastEventId;
         if (event.type === 'ready') {
@@ -102,7 +104,7 @@ async function* read(body: ReadableStream<Uint8Array>, state: State): AsyncGener
 
 /**
  * Follows the feed at `url` for good: after a dropped stream, an `end` asking to reconnect, a 503 or a
- * network failure it reconnects with the last event id received (Last-Event-ID), waiting the server's
+ * network failure it reconnects with the last event id received (as `since`), waiting the server's
  * `retry:` first. Attempts that open no stream are bounded by the policy's retries (a stream that
  * opens starts the count again) and backed off from the server's `retry:`; a 503's Retry-After beyond
  * maxRetryDelayMs is thrown. Every other refusal (400, 401, 403, 410, 429…) is thrown as a
@@ -116,19 +118,20 @@ export async function* watch(
   const onAbort = () => controller.abort(signal?.reason);
   signal?.addEventListener('abort', onAbort, { once: true });
   const state: State = { resume: since, readyYielded: false, retryMs: undefined };
-  if (since !== undefined) url.searchParams.set('since', since);
   /** Attempts in a row that opened no stream. */
   let failures = 0;
   let wait = 0;
   try {
     for (;;) {
       if (wait > 0) await sleep(wait, controller.signal);
-      // The resume point travels as EventSource sends it, in Last-Event-ID, which wins over the URL's `since`.
-      const sent = new Headers(headers);
-      if (state.resume !== undefined && state.resume !== since) sent.set('last-event-id', state.resume);
+      // The resume point travels as `since`, which the server takes as it takes Last-Event-ID: a page may
+      // send a query to another origin, where a Last-Event-ID header the server's CORS_ORIGINS answer does
+      // not allow would be refused by the browser before the request left (a network failure, retried in vain).
+      const target = new URL(url);
+      if (state.resume !== undefined) target.searchParams.set('since', state.resume);
       let response: Response;
       try {
-        response = await fetchImpl(url, { method: 'GET', headers: sent, signal: controller.signal, redirect: 'manual' });
+        response = await fetchImpl(target, { method: 'GET', headers, signal: controller.signal, redirect: 'manual' });
       } catch (cause) {
         if (signal?.aborted) return;
         if (failures >= policy.retries) throw networkFailure(cause);
@@ -151,7 +154,7 @@ export async function* watch(
         throw unexpectedAnswer(200, 'an event stream');
       }
       failures = 0;
-      const ending = yield* read(response.body, state);
+      const ending = yield* read(response.body, state, controller.signal);
       if (signal?.aborted) return;
       // A revoked token: at once, for the 401 that says so. Otherwise after the server's wait, jittered
       // (every reader of an instance that stops is told to reconnect at the same moment).

@@ -160,7 +160,8 @@ export class DocSession {
    */
   async stream(commands: string, name: string): Promise<void> {
     if (this.#streams.has(name)) throw new Error(`a stream named ${name} runs already`);
-    this.#streams.set(name, await this.#another(commands));
+    // Its stdout alone is what the page shows (curl's progress meter, on stderr, is not shown in a terminal).
+    this.#streams.set(name, await this.#another(commands, true));
   }
 
   /**
@@ -175,18 +176,20 @@ export class DocSession {
       const printed = readText(stream.log);
       const value = found(printed);
       if (value !== undefined) return value;
-      if (!alive(stream.pid)) throw new Error(`the stream ${name} ended; it printed:\n${tail(printed)}`);
-      if (Date.now() > deadline) throw new Error(`the stream ${name} did not print it within ${STEP_TIMEOUT_MS} ms; it printed:\n${tail(printed)}`);
+      const said = () => `it printed:\n${tail(printed)}\n--- and on stderr:\n${tail(readText(`${stream.log}.stderr`))}`;
+      if (!alive(stream.pid)) throw new Error(`the stream ${name} ended; ${said()}`);
+      if (Date.now() > deadline) throw new Error(`the stream ${name} did not print it within ${STEP_TIMEOUT_MS} ms; ${said()}`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
 
-  /** Starts `commands` as in another terminal, its output in a log of its own. */
-  async #another(commands: string): Promise<{ pid: number; log: string }> {
+  /** Starts `commands` as in another terminal, its output in a log of its own (stderr apart, with `apart`). */
+  async #another(commands: string, apart = false): Promise<{ pid: number; log: string }> {
     const log = join(this.#dir, '..', 'logs', `background-${this.#backgrounds.length + 1}.log`);
+    const stderr = apart ? `'${log}.stderr'` : '&1';
     // Job control (set -m) for this one job: it gets a process group of its own, as in a terminal of its
     // own, so that interrupt() can stop it and all it started, and nothing else.
-    const { stdout } = await this.run(`set -m\n(\n${commands}\n) < /dev/null > '${log}' 2>&1 &\necho "$!"\nset +m`);
+    const { stdout } = await this.run(`set -m\n(\n${commands}\n) < /dev/null > '${log}' 2>${stderr} &\necho "$!"\nset +m`);
     const pid = Number(stdout.trim());
     this.#backgrounds.push({ pid, log, ended: false });
     return { pid, log };

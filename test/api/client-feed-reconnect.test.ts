@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { PlantStore, type FeedEvent } from '@plantstore/client';
 import { apiError, nothingListening } from '../helpers/client.js';
@@ -128,4 +131,27 @@ test('an abort ends the iteration without an error: before it starts, and while 
   controller.abort();
   assert.deepEqual(await waiting, { events: [], error: undefined });
   assert.equal(proxy.seen.length, 1);
+});
+
+test('a stream silent past idleTimeoutMs, not even a heartbeat, is taken for a dead connection and resumed from the last id', async (t) => {
+  const urls: string[] = [];
+  const server = createServer((request, response) => {
+    urls.push(request.url ?? '');
+    response.writeHead(200, STREAM);
+    // The first stream says ready, then nothing more, its connection left open: as one cut without a word.
+    if (urls.length === 1) response.write(`retry: 20\n\n${ready('5')}`);
+    else response.end(`retry: 20\n\n${ready('5')}${created('6', '{"id":6,"name":"a"}')}`);
+  }).listen(0, '127.0.0.1');
+  t.after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  await once(server, 'listening');
+  const client = new PlantStore({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token: 'pst_x' });
+  const feed = client.watchPlants({ idleTimeoutMs: 200 });
+  assert.deepEqual((await feed.next()).value, { type: 'ready', id: '5' });
+  assert.deepEqual((await feed.next()).value, { type: 'plant.created', id: '6', plant: { id: 6n, name: 'a' } });
+  await feed.return();
+  assert.deepEqual(urls, ['/plants/events', '/plants/events?since=5']);
+  for (const idleTimeoutMs of [-1, Number.NaN, Infinity]) await assert.rejects(client.watchPlants({ idleTimeoutMs }).next(), RangeError);
 });

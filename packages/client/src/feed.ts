@@ -29,7 +29,15 @@ export interface WatchOptions {
   since?: string | undefined;
   /** Ends the iteration (it returns; nothing is thrown) and closes the stream. */
   signal?: AbortSignal | undefined;
+  /**
+   * A stream that brings nothing for this long, not even a heartbeat, is taken for a dead connection
+   * (one cut without a word, as mobile networks and NATs do) and reconnected, in ms; default 45 000,
+   * three of the server's default heartbeats; 0: never.
+   */
+  idleTimeoutMs?: number | undefined;
 }
+
+const DEFAULT_IDLE_TIMEOUT_MS = 45_000;
 
 /** How a stream that opened came to an end. */
 type Ending = 'dropped' | 'reconnect' | 'revoked';
@@ -62,18 +70,36 @@ function endReason(data: string): unknown {
   }
 }
 
+/** What a stream reader's read() gives (named so: Node.js's own types do not name it). */
+type Piece = Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>['read']>>;
+
+/** The next piece of a stream, or 'idle' when none came within `ms` (0: however long it takes). */
+async function nextWithin(reader: ReadableStreamDefaultReader<Uint8Array>, ms: number): Promise<Piece | 'idle'> {
+  if (ms === 0) return reader.read();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const idle = new Promise<'idle'>((resolve) => {
+    timer = setTimeout(() => resolve('idle'), ms);
+  });
+  try {
+    return await Promise.race([reader.read(), idle]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Yields one stream's events until it ends, and says how it ended. */
-async function* read(body: ReadableStream<Uint8Array>, state: State, signal: AbortSignal): AsyncGenerator<FeedEvent, Ending, undefined> {
+async function* read(body: ReadableStream<Uint8Array>, state: State, signal: AbortSignal, idleMs: number): AsyncGenerator<FeedEvent, Ending, undefined> {
   const parser = new SseParser();
   const reader = body.getReader();
   try {
     for (;;) {
-      let chunk: Awaited<ReturnType<typeof reader.read>>;
+      let chunk: Piece | 'idle';
       try {
-        chunk = await reader.read();
+        chunk = await nextWithin(reader, idleMs);
       } catch {
         return 'dropped'; // the connection broke (or the watch was aborted: the caller looks)
       }
+      if (chunk === 'idle') return 'dropped'; // the read left waiting ends as the reader is cancelled
       const events = chunk.done ? parser.end() : parser.push(chunk.value);
       if (parser.retryMs !== undefined) state.retryMs = parser.retryMs;
       for (const event of events) {
@@ -111,8 +137,9 @@ async function* read(body: ReadableStream<Uint8Array>, state: State, signal: Abo
  * PlantStoreError; a revoked token ends with the reconnect's 401.
  */
 export async function* watch(
-  fetchImpl: typeof fetch, url: URL, headers: Headers, policy: RetryPolicy, { since, signal }: WatchOptions,
+  fetchImpl: typeof fetch, url: URL, headers: Headers, policy: RetryPolicy, { since, signal, idleTimeoutMs = DEFAULT_IDLE_TIMEOUT_MS }: WatchOptions,
 ): AsyncGenerator<FeedEvent, void, undefined> {
+  if (!(idleTimeoutMs >= 0 && Number.isFinite(idleTimeoutMs))) throw new RangeError('idleTimeoutMs must be 0 or more');
   if (signal?.aborted) return;
   const controller = new AbortController();
   const onAbort = () => controller.abort(signal?.reason);
@@ -154,7 +181,7 @@ export async function* watch(
         throw unexpectedAnswer(200, 'an event stream');
       }
       failures = 0;
-      const ending = yield* read(response.body, state, controller.signal);
+      const ending = yield* read(response.body, state, controller.signal, idleTimeoutMs);
       if (signal?.aborted) return;
       // A revoked token: at once, for the 401 that says so. Otherwise after the server's wait, jittered
       // (every reader of an instance that stops is told to reconnect at the same moment).

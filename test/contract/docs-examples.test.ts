@@ -22,6 +22,18 @@ const byPath = new Map(pages.map((p) => [p.path, p]));
 test('every shell and JavaScript example is run, saved as a file to run, or says why it cannot run here', () => {
   const problems: string[] = [];
   for (const page of pages) {
+    const streams = new Set<string>();
+    for (const block of page.blocks) {
+      const { note } = block;
+      if (note.kind === 'stream') {
+        if (!isShell(block)) problems.push(`${block.at}: a stream is a shell block`);
+        streams.add(note.name);
+      }
+      if (note.kind === 'output') {
+        if (isExample(block)) problems.push(`${block.at}: an output is shown in a text block, not a ${block.lang} one`);
+        if (!streams.has(note.name)) problems.push(`${block.at}: the output of ${note.name}, which no stream block before it starts`);
+      }
+    }
     for (const block of page.blocks.filter(isExample)) {
       const { note } = block;
       if (note.kind === 'unknown') problems.push(`${block.at}: unknown note <!-- ${note.text} -->`);

@@ -86,6 +86,7 @@ export class DocSession {
   readonly #dir: string;
   readonly #env: Readonly<Record<string, string>>;
   readonly #backgrounds: Array<{ pid: number; log: string; ended: boolean }> = [];
+  readonly #streams = new Map<string, { pid: number; log: string }>();
   readonly #exit: Promise<number | null>;
   #out = '';
   #err = '';
@@ -137,12 +138,7 @@ export class DocSession {
 
   /** Runs `commands` as in another terminal and waits until `url` (expanded from the environment) answers. */
   async background(commands: string, url: string): Promise<void> {
-    const log = join(this.#dir, '..', 'logs', `background-${this.#backgrounds.length + 1}.log`);
-    // Job control (set -m) for this one job: it gets a process group of its own, as in a terminal of its
-    // own, so that interrupt() can stop it and all it started, and nothing else.
-    const { stdout } = await this.run(`set -m\n(\n${commands}\n) < /dev/null > '${log}' 2>&1 &\necho "$!"\nset +m`);
-    const pid = Number(stdout.trim());
-    this.#backgrounds.push({ pid, log, ended: false });
+    const { pid, log } = await this.#another(commands);
     const target = expand(url, this.#env);
     const deadline = Date.now() + STEP_TIMEOUT_MS;
     // Polled: nothing tells when another process starts listening but its answer.
@@ -158,6 +154,47 @@ export class DocSession {
     }
   }
 
+  /**
+   * Runs `commands` as in another terminal, `name` naming what it prints (a stream: curl -N of the feed),
+   * which streamed() waits for.
+   */
+  async stream(commands: string, name: string): Promise<void> {
+    if (this.#streams.has(name)) throw new Error(`a stream named ${name} runs already`);
+    // Its stdout alone is what the page shows (curl's progress meter, on stderr, is not shown in a terminal).
+    this.#streams.set(name, await this.#another(commands, true));
+  }
+
+  /**
+   * Waits until `found` finds what it looks for in what the stream `name` has printed so far, and returns
+   * what it returned. Polled: another process writes the log, and nothing says when.
+   */
+  async streamed<T>(name: string, found: (printed: string) => T | undefined): Promise<T> {
+    const stream = this.#streams.get(name);
+    if (stream === undefined) throw new Error(`no stream named ${name} was started before`);
+    const deadline = Date.now() + STEP_TIMEOUT_MS;
+    for (;;) {
+      const printed = readText(stream.log);
+      const value = found(printed);
+      if (value !== undefined) return value;
+      const said = () => `it printed:\n${tail(printed)}\n--- and on stderr:\n${tail(readText(`${stream.log}.stderr`))}`;
+      if (!alive(stream.pid)) throw new Error(`the stream ${name} ended; ${said()}`);
+      if (Date.now() > deadline) throw new Error(`the stream ${name} did not print it within ${STEP_TIMEOUT_MS} ms; ${said()}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  /** Starts `commands` as in another terminal, its output in a log of its own (stderr apart, with `apart`). */
+  async #another(commands: string, apart = false): Promise<{ pid: number; log: string }> {
+    const log = join(this.#dir, '..', 'logs', `background-${this.#backgrounds.length + 1}.log`);
+    const stderr = apart ? `'${log}.stderr'` : '&1';
+    // Job control (set -m) for this one job: it gets a process group of its own, as in a terminal of its
+    // own, so that interrupt() can stop it and all it started, and nothing else.
+    const { stdout } = await this.run(`set -m\n(\n${commands}\n) < /dev/null > '${log}' 2>${stderr} &\necho "$!"\nset +m`);
+    const pid = Number(stdout.trim());
+    this.#backgrounds.push({ pid, log, ended: false });
+    return { pid, log };
+  }
+
   /** Saves `text` as the file `name` in the reader's folder. */
   save(name: string, text: string): void {
     writeFileSync(join(this.#dir, name), `${text}\n`);
@@ -169,6 +206,7 @@ export class DocSession {
    * left). Their logs stay for diagnostics().
    */
   async interrupt(): Promise<void> {
+    this.#streams.clear();
     await this.#end(this.#backgrounds.filter((b) => !b.ended));
   }
 

@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TestContext } from 'node:test';
 
@@ -15,6 +15,7 @@ export type Step = 'forward' | 'forward-then-cut' | { status: number; headers?: 
 export interface Seen {
   readonly method: string;
   readonly url: string;
+  readonly headers: IncomingHttpHeaders;
   /** performance.now() when the request arrived. */
   readonly at: number;
 }
@@ -45,7 +46,7 @@ export async function standIn(
   const seen: Seen[] = [];
   const server = createServer(async (request, response) => {
     const step = steps[seen.length] ?? then;
-    seen.push({ method: request.method ?? '', url: request.url ?? '', at: performance.now() });
+    seen.push({ method: request.method ?? '', url: request.url ?? '', headers: request.headers, at: performance.now() });
     const body = await bodyOf(request);
     if (typeof step === 'object') {
       response.writeHead(step.status, step.headers).end(step.body ?? '');

@@ -16,6 +16,11 @@ import { ROOT } from './checkout.js';
  *                               next blocks wait until URL answers
  *   <!-- retry -->              a shell block run again until its output is the one shown (a read of
  *                               something that happens in the background, as a reader would repeat it)
+ *   <!-- stream: NAME -->       a shell block whose command keeps printing (curl -N of the feed), as in
+ *                               another terminal; the next blocks wait until it has printed the output
+ *                               it shows
+ *   <!-- output: NAME -->       on a text block: what the stream NAME prints next, after the blocks
+ *                               between (a create it reports); waited for in its output
  * A page-level note anywhere in the page says what the page assumes is running, which the test starts:
  *   <!-- docs-test: server -->            a server as the Quick start starts it, PORT set
  *   <!-- docs-test: postgres server -->   the same, and the page runs on PostgreSQL (DATABASE_URL set)
@@ -39,6 +44,8 @@ export type Note =
   | { readonly kind: 'file'; readonly name: string }
   | { readonly kind: 'background'; readonly url: string }
   | { readonly kind: 'retry' }
+  | { readonly kind: 'stream'; readonly name: string }
+  | { readonly kind: 'output'; readonly name: string }
   | { readonly kind: 'unknown'; readonly text: string };
 
 export interface Block {
@@ -76,8 +83,9 @@ function noteOf(line: string | undefined): Note {
   if ((n = /^file:\s*(\S+)$/.exec(text))) return { kind: 'file', name: n[1]! };
   if ((n = /^background:\s*(\S+)$/.exec(text))) return { kind: 'background', url: n[1]! };
   if (text === 'retry') return { kind: 'retry' };
+  if ((n = /^(stream|output):\s*(\S+)$/.exec(text))) return { kind: n[1] as 'stream' | 'output', name: n[2]! };
   // Another comment (not a note for the tests) before a block leaves it an ordinary example.
-  if (!/^(not run|file|background|retry|docs-test)\b/.test(text)) return { kind: 'run' };
+  if (!/^(not run|file|background|retry|stream|output|docs-test)\b/.test(text)) return { kind: 'run' };
   return { kind: 'unknown', text };
 }
 
@@ -176,10 +184,27 @@ export function stepsOf(block: Block): Step[] {
  * either end do not count.
  */
 export function matchesShown(expected: Expected, actual: string): boolean {
-  const pattern = expected.lines
+  return new RegExp(`^${shownPattern(expected)}$`).test(actual.replace(/\r/g, '').replace(/^\n+|\n+$/g, ''));
+}
+
+function shownPattern(expected: Expected): string {
+  return expected.lines
     .join('\n')
     .split('…')
     .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\d+/g, '\\d+'))
     .join('[\\s\\S]*?');
-  return new RegExp(`^${pattern}$`).test(actual.replace(/\r/g, '').replace(/^\n+|\n+$/g, ''));
+}
+
+/**
+ * Where the output shown first appears, whole lines, in what a stream printed from `from` on (carriage
+ * returns dropped, as matchesShown does): the offset just past it, or undefined while it has not. A
+ * stream prints other lines between (a feed's heartbeats), so the output shown is looked for, not
+ * matched against all of it.
+ */
+export function findShown(expected: Expected, printed: string, from = 0): number | undefined {
+  const text = printed.replace(/\r/g, '');
+  const found = new RegExp(`(?:^|\n)${shownPattern(expected)}(?=\n|$)`, 'g');
+  found.lastIndex = from;
+  const match = found.exec(text);
+  return match === null ? undefined : match.index + match[0].length;
 }

@@ -7,7 +7,7 @@ import { test, type TestContext } from 'node:test';
 import pg from 'pg';
 import { DocSession, freePort } from '../helpers/doc-session.js';
 import { ROOT } from '../helpers/checkout.js';
-import { documentationFiles, isExample, isShell, matchesShown, readPage, stepsOf, type Page } from '../helpers/markdown.js';
+import { documentationFiles, findShown, isExample, isShell, matchesShown, readPage, stepsOf, type Page } from '../helpers/markdown.js';
 
 /**
  * Every example of the README and docs/ that can run here runs here, as a reader would type it: each
@@ -73,13 +73,36 @@ async function runPage(shell: DocSession, page: Page): Promise<void> {
       throw failed(page.path, e.message);
     });
   }
+  /** How far each stream's output has been matched: the next output shown is looked for after it. */
+  const streams = new Map<string, number>();
   for (const block of page.blocks) {
+    if (block.note.kind === 'output') {
+      const { name } = block.note;
+      const expected = { lines: block.text.split('\n') };
+      const end = await shell.streamed(name, (printed) => findShown(expected, printed, streams.get(name))).catch((e: Error) => {
+        throw failed(block.at, e.message);
+      });
+      streams.set(name, end);
+      continue;
+    }
     if (!isExample(block) || block.note.kind === 'not run') continue;
     if (block.note.kind === 'file') {
       shell.save(block.note.name, block.text);
       continue;
     }
     assert.ok(isShell(block), `${block.at}: a JavaScript block is saved as a file (<!-- file: NAME -->) or marked not run`);
+    if (block.note.kind === 'stream') {
+      // One command, the output it shows under it: started as in another terminal, then waited for.
+      const [step, ...more] = stepsOf(block);
+      assert.ok(step?.expected && more.length === 0, `${block.at}: a stream block is one command and the output it shows`);
+      const { name } = block.note;
+      await shell.stream(step.commands, name);
+      const end = await shell.streamed(name, (printed) => findShown(step.expected!, printed)).catch((e: Error) => {
+        throw failed(block.at, e.message);
+      });
+      streams.set(name, end);
+      continue;
+    }
     if (block.note.kind === 'background') {
       await shell.background(block.text, block.note.url).catch((e: Error) => {
         throw failed(block.at, e.message);

@@ -43,3 +43,50 @@ export function newPlantJson(id: bigint, name: string, tag: string | undefined):
   // `{}` when a JavaScript caller gave no name: sent as it is, for the server to refuse (40002).
   return fields === '{}' ? `{"id":${id}}` : `{"id":${id},${fields.slice(1)}`;
 }
+
+const JSON_INTEGER = /^-?(0|[1-9][0-9]*)$/;
+/** A number's text where a value starts, after any whitespace. */
+const NUMBER_AT = /\s*(-?[0-9][0-9.eE+-]*)/y;
+
+/**
+ * The JSON object `text` stands for, with its top-level member `key` as the exact bigint its digits
+ * write: JSON.parse alone rounds a number past 2^53 to a double (and its reviver's source text is not in
+ * Node.js 20). undefined when `text` is not a JSON object whose `key` is an integer.
+ */
+export function parseWithExactInteger(text: string, key: string): { object: Record<string, unknown>; value: bigint } | undefined {
+  let object: unknown;
+  try {
+    object = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof object !== 'object' || object === null || Array.isArray(object)) return undefined;
+  if (typeof (object as Record<string, unknown>)[key] !== 'number') return undefined;
+  // The text is valid JSON: find the member's number, skipping strings (their escapes too) and nested values.
+  let depth = 0;
+  let keyNext = false;
+  let member: string | undefined;
+  let digits: string | undefined;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      let end = i + 1;
+      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      if (depth === 1 && keyNext) member = JSON.parse(text.slice(i, end + 1)) as string;
+      keyNext = false;
+      i = end;
+    } else if (c === '{' || c === '[') {
+      depth++;
+      keyNext = depth === 1;
+    } else if (c === '}' || c === ']') {
+      depth--;
+    } else if (depth === 1 && c === ',') {
+      keyNext = true;
+    } else if (depth === 1 && c === ':' && member === key) {
+      NUMBER_AT.lastIndex = i + 1;
+      digits = NUMBER_AT.exec(text)?.[1]; // the last one wins, as in JSON.parse
+    }
+  }
+  if (digits === undefined || !JSON_INTEGER.test(digits)) return undefined;
+  return { object: object as Record<string, unknown>, value: BigInt(digits) };
+}

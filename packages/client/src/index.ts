@@ -5,6 +5,7 @@
  * `npm run client:types`); ids are exact int64s past 2^53 (ids.ts).
  */
 import { errorOfAnswer, PlantStoreError, unexpectedAnswer } from './error.js';
+import { watch, type FeedEvent, type WatchOptions } from './feed.js';
 import { newPlantJson, toPlantId, type PlantId } from './ids.js';
 import { nextTarget, nextUrl } from './link.js';
 import type { components, paths } from './generated/openapi.js';
@@ -12,6 +13,7 @@ import { send, type Answer, type RetryPolicy } from './transport.js';
 
 export { NOT_AN_API_ERROR, PlantStoreError, type ErrorBody } from './error.js';
 export { toPlantId, type PlantId } from './ids.js';
+export type { FeedEvent, FeedPlant, WatchOptions } from './feed.js';
 export type { components, paths } from './generated/openapi.js';
 
 // Named by path and schema, not by operation name, so the types survive additions to the document.
@@ -103,6 +105,7 @@ export class PlantStore {
   readonly #base: URL;
   readonly #reading: Headers;
   readonly #writing: Headers;
+  readonly #watching: Headers;
   readonly #policy: RetryPolicy;
   readonly #fetch: typeof fetch;
 
@@ -121,6 +124,7 @@ export class PlantStore {
     // Headers checks the token's characters now, rather than each request failing on them.
     this.#reading = new Headers({ authorization: `Bearer ${token}`, accept: 'application/json' });
     this.#writing = new Headers({ authorization: `Bearer ${token}`, accept: 'application/json', 'content-type': 'application/json' });
+    this.#watching = new Headers({ authorization: `Bearer ${token}`, accept: 'text/event-stream' });
     this.#policy = { retries, maxRetryDelayMs };
     // Called as a plain function: a browser's fetch called as a method of another object throws.
     const chosen = fetch;
@@ -177,6 +181,17 @@ export class PlantStore {
     const error = failure(answer);
     if (answer.uncertain && error.error === PLANT_NOT_FOUND) return;
     throw error;
+  }
+
+  /**
+   * The live feed of the caller's plants (an admin token: everyone's): `ready` first, then each plant
+   * created or deleted, in order, for as long as the iteration goes on. It reconnects by itself from the
+   * last event after a dropped stream, a restarting instance, a 503 or a network failure, and throws a
+   * PlantStoreError for what a reconnect cannot mend (400, 401, 403, 410, 429, a revoked token). Aborting
+   * `signal`, or leaving a `for await` loop, closes the stream; the iteration then just ends.
+   */
+  watchPlants(options: WatchOptions = {}): AsyncGenerator<FeedEvent, void, undefined> {
+    return watch(this.#fetch, new URL('plants/events', this.#base), this.#watching, this.#policy, options);
   }
 
   // Webhook operations (docs/webhooks.md, "Operations"): on the caller's endpoints (an admin token: anyone's).

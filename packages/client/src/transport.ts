@@ -45,13 +45,16 @@ export function retryAfterMs(value: string | null, now: number = Date.now()): nu
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-/** Exponential, with jitter so that clients cut off together do not come back together. */
-function backoffMs(retry: number, maxMs: number): number {
-  const ms = Math.min(maxMs, BACKOFF_START_MS * 2 ** retry);
+/**
+ * Exponential from `startMs`, with jitter so that clients cut off together do not come back together.
+ * The feed starts from the server's `retry:` value instead.
+ */
+export function backoffMs(retry: number, maxMs: number, startMs: number = BACKOFF_START_MS): number {
+  const ms = Math.min(maxMs, startMs * 2 ** retry);
   return ms / 2 + (Math.random() * ms) / 2;
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const onAbort = () => {
@@ -69,7 +72,7 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 /** undici says "fetch failed" and puts the socket's error (ECONNREFUSED, …) in its own cause. */
 const socketError = (cause: unknown) => (cause as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
 
-function networkFailure(cause: unknown): PlantStoreError {
+export function networkFailure(cause: unknown): PlantStoreError {
   const inner = socketError(cause);
   const detail = typeof inner?.code === 'string' ? inner.code : typeof inner?.message === 'string' ? inner.message : undefined;
   const message = cause instanceof Error ? cause.message : String(cause);

@@ -1,0 +1,243 @@
+// The feed scenario's subscribers: one process holding every stream to GET /plants/events on raw
+// sockets (bench/lib/sse.ts frames them), apart from the bench's process, whose creator stamps the
+// creates' 200s. Both read CLOCK_MONOTONIC (monotonicMs), so an event's arrival here and its create's
+// answer there are times on one clock. Each read of a socket is stamped once, as it is taken, before
+// its events are parsed. The bench drives it over IPC (bench/lib/feed-clients.ts): open, mark, settle,
+// collect, close, loop. TypeScript, unlike the other servers here, to share the lib's parsers; it
+// runs under tsx as the bench does.
+import { connect, type Socket } from 'node:net';
+import { monitorEventLoopDelay, performance, type EventLoopUtilization } from 'node:perf_hooks';
+import { monotonicMs } from '../lib/feed.js';
+import { plantIdOf, ResponseReader, SseParser, type SseEvent } from '../lib/sse.js';
+
+/** Streams being opened at once: a thousand SYNs at once would overflow the server's accept queue. */
+const OPENING_AT_ONCE = 64;
+const OPEN_TIMEOUT_MS = 30_000;
+/** Every socket's reads land here in turn (see openOne); each is parsed before the next read. */
+const READ_BUFFER = Buffer.alloc(256 * 1024);
+
+interface Stream {
+  readonly index: number;
+  readonly socket: Socket;
+  readonly reader: ResponseReader;
+  state: 'opening' | 'open' | 'refused' | 'closed';
+  count: number;
+  endReason?: string;
+  refusal?: string;
+}
+
+export type Command =
+  | { cmd: 'open'; url: string; tokens: string[]; count: number }
+  | { cmd: 'mark'; record: boolean }
+  | { cmd: 'settle'; expected: number; timeoutMs: number }
+  | { cmd: 'collect' }
+  | { cmd: 'close' }
+  | { cmd: 'loop' };
+
+export interface Opened { open: number; refused: Record<string, number>; firstRefusal: string | undefined; ms: number }
+export interface Settled {
+  ms: number;
+  /** Open streams still short of `expected`. */
+  below: number;
+  /** What the streams marked (open, or closed since) lack of `expected`, added up: (event, stream) pairs missing. */
+  missing: number;
+}
+export interface Collected {
+  arrivals: Map<string, Float64Array>;
+  min: number;
+  max: number;
+  open: number;
+  /** Streams the server ended, by the reason its `end` event gave. */
+  ends: Record<string, number>;
+  /** Streams that closed without an `end` event. */
+  dropped: number;
+}
+export interface Loop { delayP99Ms: number; utilization: number }
+
+class Subscribers {
+  private streams: Stream[] = [];
+  private recording: Map<string, Float64Array> | undefined;
+  /** When the read being handled was taken. */
+  private now = 0;
+  private ends: Record<string, number> = {};
+  private dropped = 0;
+  private readonly delay = monitorEventLoopDelay({ resolution: 10 });
+  private elu: EventLoopUtilization = performance.eventLoopUtilization();
+
+  constructor() {
+    this.delay.enable();
+  }
+
+  private get open(): Stream[] {
+    return this.streams.filter((s) => s.state === 'open');
+  }
+
+  async openStreams(url: string, tokens: readonly string[], count: number): Promise<Opened> {
+    const started = monotonicMs();
+    const { hostname, port } = new URL(url);
+    // Indexes continue after the streams already there, so arrivals keep one slot per stream.
+    const first = this.streams.length;
+    const fresh: Stream[] = [];
+    let next = 0;
+    const worker = async () => {
+      while (next < count) {
+        const i = next++;
+        // Round robin: token t holds streams t, t + T, t + 2T…, never more than its share.
+        fresh.push(await this.openOne(first + i, hostname, Number(port), tokens[i % tokens.length] as string));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(OPENING_AT_ONCE, count) }, worker));
+    this.streams.push(...fresh.sort((a, b) => a.index - b.index));
+    const refused: Record<string, number> = {};
+    for (const s of fresh) if (s.state !== 'open') refused[s.refusal ?? 'closed'] = (refused[s.refusal ?? 'closed'] ?? 0) + 1;
+    const firstRefusal = fresh.find((s) => s.state !== 'open')?.refusal;
+    return { open: fresh.filter((s) => s.state === 'open').length, refused, firstRefusal, ms: monotonicMs() - started };
+  }
+
+  private openOne(index: number, host: string, port: number, token: string): Promise<Stream> {
+    // onread: each read lands in one buffer shared by every socket and is handled at once, without a
+    // Readable stream's buffering and 'data' events, which cost this process several times the parsing.
+    const socket = connect({ host, port, noDelay: true, onread: { buffer: READ_BUFFER, callback: (n) => read(n) } });
+    const stream: Stream = { index, socket, reader: new ResponseReader(), state: 'opening', count: 0 };
+    let read: (n: number) => void = () => {};
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => refuse('no ready event within 30 s'), OPEN_TIMEOUT_MS);
+      let errorBody = '';
+      const refuse = (why: string) => {
+        clearTimeout(timer);
+        if (stream.state !== 'opening') return;
+        stream.state = 'refused';
+        stream.refusal = why;
+        socket.destroy();
+        resolve(stream);
+      };
+      const parser = new SseParser((event) => {
+        if (stream.state === 'opening' && event.type === 'ready') {
+          clearTimeout(timer);
+          stream.state = 'open';
+          resolve(stream);
+        } else {
+          this.onEvent(stream, event);
+        }
+      });
+      read = (n: number) => {
+        this.now = monotonicMs();
+        const bytes = READ_BUFFER.subarray(0, n);
+        try {
+          stream.reader.read(bytes, (piece) => {
+            if (stream.reader.head?.status === 200) parser.write(piece);
+            else errorBody += piece.toString('utf8');
+          });
+        } catch (error) {
+          refuse(`unreadable response: ${(error as Error).message}`);
+          return;
+        }
+        const head = stream.reader.head;
+        if (head && head.status !== 200 && stream.reader.done) refuse(`${head.status} ${errorBody.slice(0, 300)}`);
+      };
+      socket.on('error', (error) => refuse(`socket: ${error.message}`));
+      socket.on('close', () => {
+        const head = stream.reader.head;
+        refuse(head && head.status !== 200 ? `${head.status} ${errorBody.slice(0, 300)}` : 'closed before its ready event');
+        if (stream.state !== 'open') return;
+        stream.state = 'closed';
+        if (stream.endReason !== undefined) this.ends[stream.endReason] = (this.ends[stream.endReason] ?? 0) + 1;
+        else this.dropped++;
+      });
+      socket.write(`GET /plants/events HTTP/1.1\r\nhost: ${host}:${port}\r\nauthorization: Bearer ${token}\r\n` +
+        'accept: text/event-stream\r\n\r\n');
+    });
+  }
+
+  private onEvent(stream: Stream, event: SseEvent): void {
+    if (event.type === 'plant.created') {
+      stream.count++;
+      if (this.recording === undefined) return;
+      const id = plantIdOf(event.data);
+      if (id === undefined) return;
+      let times = this.recording.get(id);
+      if (times === undefined) {
+        times = new Float64Array(this.streams.length).fill(NaN);
+        this.recording.set(id, times);
+      }
+      if (Number.isNaN(times[stream.index])) times[stream.index] = this.now;
+    } else if (event.type === 'end') {
+      try {
+        stream.endReason = String((JSON.parse(event.data) as { reason?: unknown }).reason);
+      } catch {
+        stream.endReason = 'unreadable end event';
+      }
+    }
+  }
+
+  /** Counts restart at zero; with `record`, each created event's arrival is kept, per plant and stream. */
+  mark(record: boolean): void {
+    for (const s of this.streams) s.count = 0;
+    this.recording = record ? new Map() : undefined;
+    this.ends = {};
+    this.dropped = 0;
+  }
+
+  /** Until every open stream has counted `expected` created events since the mark, or `timeoutMs` passed. */
+  async settle(expected: number, timeoutMs: number): Promise<Settled> {
+    const started = monotonicMs();
+    for (;;) {
+      const below = this.open.filter((s) => s.count < expected).length;
+      const ms = monotonicMs() - started;
+      if (below === 0 || ms > timeoutMs) {
+        const missing = this.streams.reduce((n, s) => n + (s.state === 'open' || s.state === 'closed' ? Math.max(0, expected - s.count) : 0), 0);
+        return { ms, below, missing };
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  collect(): Collected {
+    const counts = this.open.map((s) => s.count);
+    return {
+      arrivals: this.recording ?? new Map(), min: Math.min(...counts), max: Math.max(...counts), open: counts.length,
+      ends: this.ends, dropped: this.dropped,
+    };
+  }
+
+  async close(): Promise<void> {
+    const closing = this.streams.map((s) => (s.socket.closed ? undefined : new Promise((resolve) => s.socket.once('close', resolve))));
+    for (const s of this.streams) {
+      s.state = 'closed';
+      s.socket.destroy();
+    }
+    await Promise.all(closing);
+    this.streams = [];
+  }
+
+  /** The event loop since the last call: its delay's p99 and how busy it was. */
+  loop(): Loop {
+    const elu = performance.eventLoopUtilization(this.elu);
+    this.elu = performance.eventLoopUtilization();
+    const delayP99Ms = this.delay.percentile(99) / 1e6;
+    this.delay.reset();
+    return { delayP99Ms, utilization: elu.utilization };
+  }
+}
+
+const subscribers = new Subscribers();
+
+async function handle(command: Command): Promise<unknown> {
+  switch (command.cmd) {
+    case 'open': return subscribers.openStreams(command.url, command.tokens, command.count);
+    case 'mark': return subscribers.mark(command.record);
+    case 'settle': return subscribers.settle(command.expected, command.timeoutMs);
+    case 'collect': return subscribers.collect();
+    case 'close': return subscribers.close();
+    case 'loop': return subscribers.loop();
+  }
+}
+
+process.on('message', (message: { id: number; command: Command }) => {
+  handle(message.command).then(
+    (result) => process.send?.({ id: message.id, result }),
+    (error: unknown) => process.send?.({ id: message.id, error: String((error as Error)?.stack ?? error) }),
+  );
+});
+process.on('disconnect', () => process.exit(0));
+process.send?.({ ready: true });

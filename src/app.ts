@@ -20,6 +20,9 @@ import { plantRoutes } from './http/routes/plants/index.js';
 import { tokenRoutes } from './http/routes/tokens/index.js';
 import { webhookRoutes } from './http/routes/webhooks/index.js';
 import { bearerAuth, verifiers } from './http/auth/index.js';
+import { stillValid } from './http/auth/hooks.js';
+import { FeedHub, type FeedObserver } from './feed/hub.js';
+import { feedRoute } from './http/routes/plants/events.js';
 import { clientErrorHandler, enforceProtocol, refusal } from './http/plugins/protocol.js';
 import { refuseOversizedChunks } from './http/plugins/chunked-limit.js';
 import { exactPathIds, strictQuery } from './http/plugins/query.js';
@@ -38,6 +41,7 @@ export type HttpSettings = Pick<
   | 'accessLog' | 'docs' | 'maxBodySize' | 'maxHeaderSize' | 'maxUrlLength' | 'maxJsonDepth' | 'maxConnections' | 'maxConnectionsPerAddress'
   | 'requestTimeoutMs' | 'trustProxy' | 'corsOrigins' | 'authFailureLimit' | 'rateLimit' | 'drainTimeoutMs'
   | 'webhookAllowPrivate' | 'webhookMaxPerUser' | 'webhookMaxQueuedPerUser'
+  | 'feedRetentionMs' | 'feedHeartbeatMs' | 'feedMaxStreams' | 'feedMaxStreamsPerToken'
   | 'jwtIssuer' | 'jwtJwksUrl' | 'jwtAudience' | 'jwtAlgorithms' | 'jwtClockSkewMs' | 'jwtUserClaim' | 'jwtDefaultScopes'
 >;
 
@@ -76,6 +80,8 @@ export interface PluginOptions extends Partial<HttpSettings> {
    * one, nothing is told (an app whose process delivers no webhooks of its own).
    */
   readonly onWebhookDeleted?: ((endpointId: string) => void) | undefined;
+  /** The metrics' view of the live feed (streams, events sent); none without metrics. */
+  readonly feedObserver?: FeedObserver | undefined;
 }
 
 export interface AppOptions extends ServerOptions, PluginOptions {}
@@ -192,7 +198,7 @@ export function createServer({ logger, schemaCompilers, ...overrides }: ServerOp
  * not-found handler asks the router which methods the path has (http/plugins/not-found.ts).
  */
 export const plantstore = fp(
-  async function plantstore(app: FastifyInstance, { store: given, jwtCooldownMs, jwtFetchTimeoutMs, onWebhookDeleted, outageProbeMs, outageQuietMs, ...overrides }: PluginOptions): Promise<void> {
+  async function plantstore(app: FastifyInstance, { store: given, jwtCooldownMs, jwtFetchTimeoutMs, onWebhookDeleted, outageProbeMs, outageQuietMs, feedObserver, ...overrides }: PluginOptions): Promise<void> {
     const settings: HttpSettings = { ...DEFAULTS, ...overrides };
     const late = given instanceof LateStore ? given : undefined;
     const store: Store = given instanceof LateStore ? given.handle : given;
@@ -210,6 +216,13 @@ export const plantstore = fp(
     refuseOversizedChunks(app, { maxBodySize: settings.maxBodySize });
     securityHeaders(app);
     if (settings.accessLog) app.addHook('onResponse', logAccess);
+    // The live feed. Its streams end as the drain starts (each told, to resume elsewhere): this hook comes
+    // before the drain's, which waits for every answer under way to end.
+    const hub = new FeedHub({ feed: store.feed, settings, log: app.log, observer: feedObserver });
+    app.addHook('preClose', (done) => {
+      hub.close();
+      done();
+    });
     const drain = drainOnClose(app, { drainTimeoutMs: settings.drainTimeoutMs });
     // The store is about to close: stop probing it.
     app.addHook('onClose', (_instance, done) => {
@@ -251,6 +264,8 @@ export const plantstore = fp(
         tokenRate: settings.rateLimit ? new TokenRateLimit(store, settings.rateLimit) : undefined,
       }, list);
       await scope.register(plantRoutes, { store, auth });
+      hub.checkTokensWith((bearer) => stillValid(list, bearer, 'plants:read'));
+      await scope.register(feedRoute, { store, auth, hub });
       await scope.register(webhookRoutes, {
         store,
         auth,

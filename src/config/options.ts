@@ -143,6 +143,16 @@ export const OPTIONS = [
     1, 10_000_000,
   ),
   // Positive: with no time to answer, every attempt would fail.
+  durationOption(
+    'feedRetentionMs', 'FEED_RETENTION', '24h',
+    'The live feed (GET /plants/events) keeps events this long: a client resumes from an id up to this old; older is 410 (list again)', { positive: true },
+  ),
+  durationOption('feedHeartbeatMs', 'FEED_HEARTBEAT', '15s', 'A comment line is sent on every open feed stream this often, so that proxies keep it open', { positive: true }),
+  integerOption('feedMaxStreams', 'FEED_MAX_STREAMS', '2048', 'Feed streams open at once on one instance; further ones are answered 503 (50304)', 1, 1_000_000),
+  integerOption(
+    'feedMaxStreamsPerToken', 'FEED_MAX_STREAMS_PER_TOKEN', '10',
+    'Feed streams one token (a JWT: one user) may have open at once on one instance; further ones are answered 429 (42902)', 1, 1_000_000,
+  ),
   durationOption('webhookTimeoutMs', 'WEBHOOK_TIMEOUT', '10s', 'A webhook receiver must answer 2xx within this time, else the attempt failed', { positive: true }),
   option(
     'webhookRetryScheduleMs', 'WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,10h',

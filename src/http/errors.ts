@@ -32,6 +32,9 @@ export const ERRORS = {
   invalidWebhookOperation: {
     status: 400, code: 40008, message: 'The request body is not a valid webhook operation (since: an RFC 3339 time; overlap: 0 or a duration up to 7d)',
   },
+  invalidEventId: {
+    status: 400, code: 40009, message: 'The Last-Event-ID header or the since parameter is not an event id of the feed (GET /plants/events)',
+  },
   missingToken: { status: 401, code: 40100, message: 'A bearer token is required', metricLabel: 'missing_token' },
   invalidToken: { status: 401, code: 40101, message: 'The bearer token is unknown, expired or revoked' },
   insufficientScope: { status: 403, code: 40300, message: 'The token lacks the scope this operation needs', metricLabel: 'insufficient_scope' },
@@ -55,6 +58,10 @@ export const ERRORS = {
     status: 409, code: 40903,
     message: 'This would pass the events test, resend and recover may have queued for the user (WEBHOOK_MAX_QUEUED_PER_USER); nothing was queued',
   },
+  feedExpired: {
+    status: 410, code: 41000,
+    message: 'The feed no longer keeps the events after this id (FEED_RETENTION), or it is not one of its ids: list the plants again, then watch from the new stream\'s ready id',
+  },
   bodyTooLarge: { status: 413, code: 41300, message: 'The request body is larger than the limit (MAX_BODY_SIZE)' },
   urlTooLong: { status: 414, code: 41400, message: 'The request URL is longer than the limit (MAX_URL_LENGTH)' },
   unsupportedMediaType: { status: 415, code: 41500, message: 'The request body must be application/json (UTF-8)' },
@@ -62,6 +69,9 @@ export const ERRORS = {
   rateLimited: { status: 429, code: 42900, message: 'Too many requests with this token; see Retry-After', metricLabel: 'rate_limit' },
   authFailuresLimited: {
     status: 429, code: 42901, message: 'Too many failed authentications from this address; see Retry-After', metricLabel: 'failure_limit',
+  },
+  tooManyStreams: {
+    status: 429, code: 42902, message: 'This token already has as many feed streams open on this instance as allowed (FEED_MAX_STREAMS_PER_TOKEN)',
   },
   headersTooLarge: { status: 431, code: 43100, message: 'The request headers are too large (MAX_HEADER_SIZE)' },
   internal: { status: 500, code: 50000, message: 'Internal error' },
@@ -75,6 +85,9 @@ export const ERRORS = {
   tooManyConnections: {
     status: 503, code: 50303,
     message: 'The server is near MAX_CONNECTIONS and this client address holds its share (MAX_CONNECTIONS_PER_ADDRESS); retry (see Retry-After)',
+  },
+  feedFull: {
+    status: 503, code: 50304, message: 'This instance has as many feed streams open as allowed (FEED_MAX_STREAMS); retry (another instance), see Retry-After',
   },
 } as const satisfies Record<string, ErrorRow>;
 

@@ -1,3 +1,4 @@
+import type { FeedEvent, FeedPosition } from '../domain/feed.js';
 import type { NewPlant, Plant } from '../domain/plant.js';
 import type { NewTokenRecord, TokenRecord } from '../domain/token.js';
 import type {
@@ -192,6 +193,44 @@ export interface OutboxStore {
   webhookBacklog(cap: number): Promise<WebhookBacklog>;
 }
 
+/**
+ * The live feed's log (GET /plants/events, src/feed/): every plant created or deleted, written in the
+ * transaction that created or deleted it (a create's replay or conflict writes none, nor does an import).
+ * A reader sees an event only once it is final: durable (SQLite: synced, as a create's answer waits for),
+ * and with no event still to commit before it in the log's order (PostgreSQL: see its migration 011).
+ */
+export interface FeedStore {
+  /** Where the kept log starts (what the retention removed ends there) and where its final events end now. */
+  feedBounds(): Promise<FeedBounds>;
+  /**
+   * Final events after `after`, in the log's order, at most `limit`; of `owner` only when it is not null;
+   * none past `until` when given.
+   */
+  readFeed(after: FeedPosition, limit: number, owner: string | null, until?: FeedPosition): Promise<FeedRead>;
+  /**
+   * Remembers where the log ends now, and removes the events up to the newest such mark made before
+   * `before` (so a resume within the retention finds every event since); returns how many it removed.
+   */
+  sweepFeed(before: Date): Promise<number>;
+  /**
+   * `listener` is called when events may have become final: after this handle's commits that wrote some,
+   * and (PostgreSQL) when another instance announced a commit. `tx` is that commit's transaction (0 on
+   * SQLite): the reader looks again until `FeedRead.settledBefore` has passed it. One listener per store.
+   */
+  onFeedChanged(listener: (tx: bigint) => void): void;
+}
+
+export interface FeedBounds {
+  readonly pruned: FeedPosition;
+  readonly head: FeedPosition;
+}
+
+export interface FeedRead {
+  readonly events: readonly FeedEvent[];
+  /** Every transaction before this one was final when the events were read (SQLite: 1, since it has none). */
+  readonly settledBefore: bigint;
+}
+
 export interface HealthStore {
   /** Resolves when the store can serve requests. */
   ping(): Promise<void>;
@@ -212,6 +251,7 @@ export interface Store {
   readonly secrets: SecretStore;
   readonly webhooks: WebhookStore;
   readonly outbox: OutboxStore;
+  readonly feed: FeedStore;
   readonly health: HealthStore;
   close(): Promise<void>;
 }
@@ -221,7 +261,7 @@ export type Facet = Exclude<keyof Store, 'backend' | 'close'>;
 
 /** The facets, in the order the wrappers go through them. Exhaustive by construction: a facet not listed fails to compile. */
 const FACET_SET: Record<Facet, true> = {
-  plants: true, tokens: true, counters: true, secrets: true, webhooks: true, outbox: true, health: true,
+  plants: true, tokens: true, counters: true, secrets: true, webhooks: true, outbox: true, feed: true, health: true,
 };
 export const FACETS = Object.keys(FACET_SET) as readonly Facet[];
 
@@ -231,7 +271,7 @@ export const FACETS = Object.keys(FACET_SET) as readonly Facet[];
  * method added to a facet that returns no promise fails to compile until it is named here and the
  * wrappers say what to do with it.
  */
-export type ImmediateMethod = 'cachedPage' | 'onEventsQueued';
+export type ImmediateMethod = 'cachedPage' | 'onEventsQueued' | 'onFeedChanged';
 type NotPromised = {
   [F in Facet]: { [M in keyof Store[F]]: Store[F][M] extends (...args: never[]) => Promise<unknown> ? never : M }[keyof Store[F]];
 }[Facet];

@@ -19,6 +19,7 @@ const OPERATIONS: Readonly<Record<Facet, readonly string[]>> = {
     'recoverWebhookEvents', 'queueTestEvent',
   ],
   outbox: ['onEventsQueued', 'claimDeliveries', 'recordAttempts', 'releaseDeliveries', 'sweepWebhooks', 'webhookBacklog'],
+  feed: ['feedBounds', 'readFeed', 'sweepFeed', 'onFeedChanged'],
   health: ['ping'],
 };
 

@@ -24,6 +24,22 @@ export const REALM = 'plantstore';
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 const BEARER_SCHEME = /^bearer(?: |$)/i;
 
+/** The token of an Authorization header, when it is a bearer credential. */
+export function bearerOf(header: string | undefined): string | undefined {
+  return header === undefined ? undefined : BEARER.exec(header)?.[1];
+}
+
+/**
+ * Whether a bearer token still authenticates with `scope` now, as the first verifier that accepts it says
+ * (a long-lived answer, a feed stream, checks its token again while it lasts).
+ */
+export async function stillValid(list: readonly Verifier[], token: string, scope: Scope): Promise<boolean> {
+  const verifier = list.find((v) => v.accepts(token));
+  if (verifier === undefined) return false;
+  const verdict = await verifier.verify(token, Date.now());
+  return !(verdict instanceof Refusal) && verdict.scopes.includes(scope);
+}
+
 const challenge = (params = ''): Record<string, string> => ({
   'www-authenticate': `Bearer realm="${REALM}"${params}`,
 });

@@ -9,6 +9,7 @@ import { PostgresCounters } from './counters.js';
 import { ListReads } from './lists.js';
 import { EventsListener, PostgresOutbox } from './outbox.js';
 import { EventsNotice } from './notify.js';
+import { FeedListener, PostgresFeed } from './feed.js';
 import { GroupCommit, PostgresPlants } from './plants.js';
 import { Connections } from './pool.js';
 import { connectionString, waitForDatabase, type StartupOptions } from './startup.js';
@@ -115,18 +116,20 @@ async function migrate(pool: pg.Pool): Promise<string[]> {
 function postgresStore(pool: pg.Pool, observer: StoreObserver | undefined, notice: EventsNotice): TransferableStore {
   const connections = new Connections(pool);
   const events = new EventsListener(notice);
+  const feed = new FeedListener(notice);
   // Group commits and group reads under way: closing waits for them.
   const inFlight = new Set<Promise<void>>();
-  const commits = new GroupCommit(connections, inFlight, observer, events.tell, notice.token);
+  const commits = new GroupCommit(connections, inFlight, observer, events.tell, feed.tell, notice.token);
   const lists = new ListReads(connections, inFlight);
   return {
     backend: 'postgres',
-    plants: new PostgresPlants(commits, lists, connections, SQL.deletePlant),
+    plants: new PostgresPlants(commits, lists, connections, feed.tell, notice.token),
     tokens: new SqlTokens(POSTGRES, postgresTokenDriver(SQL, connections)),
     counters: new PostgresCounters(connections),
     secrets: postgresSecrets(connections),
     webhooks: new PostgresWebhooks(POSTGRES, connections, events.tell, notice.token),
     outbox: new PostgresOutbox(POSTGRES, connections, events, SQL.webhookBacklog),
+    feed: new PostgresFeed(connections, feed),
     health: {
       ping: async () => {
         await connections.query('ping', 'SELECT 1', []);

@@ -4,6 +4,8 @@ import type { Logger } from 'pino';
 
 /** The channel of every plantstore store on a database; the payload says which store (schema) and handle. */
 const CHANNEL = 'plantstore_events';
+/** The live feed's: a commit wrote plants' events (the payload also gives its transaction, see notifyFeedSql). */
+const FEED_CHANNEL = 'plantstore_feed';
 /** Bound on making the listening connection, as on the pool's. */
 const CONNECT_TIMEOUT_MS = 3000;
 /** After a failure the connection is made again after this, doubling up to the maximum, while it fails. */
@@ -28,6 +30,16 @@ export function notifyEventsSql(events: string, token: string): string {
   return `SELECT pg_notify('${CHANNEL}', ${token}::text || ':' || coalesce(current_schema(), '')) WHERE EXISTS (SELECT 1 FROM ${events})`;
 }
 
+/**
+ * As notifyEventsSql, for the live feed: one notification per commit that wrote plant events (`rows`
+ * names the CTE of the plants created or deleted), with the writing transaction's id, so that a reader
+ * knows how far the log must be final before it holds them (FeedStore.onFeedChanged). The payload is
+ * `<token>:<tx>:<schema>`.
+ */
+export function notifyFeedSql(rows: string, token: string): string {
+  return `SELECT pg_notify('${FEED_CHANNEL}', ${token}::text || ':' || pg_current_xact_id()::text || ':' || coalesce(current_schema(), '')) WHERE EXISTS (SELECT 1 FROM ${rows})`;
+}
+
 export interface EventsNoticeOptions {
   /** The connection string the pool uses (never logged: it may hold a password). */
   readonly connectionString: string;
@@ -49,6 +61,7 @@ export class EventsNotice {
   readonly #options: EventsNoticeOptions;
   readonly #log: Logger;
   #onEvents: (() => void) | undefined;
+  #onFeed: ((tx: bigint) => void) | undefined;
   #client: pg.Client | undefined;
   #retry: NodeJS.Timeout | undefined;
   #retryMs = FIRST_RETRY_MS;
@@ -63,8 +76,15 @@ export class EventsNotice {
 
   /** Calls `onEvents` when another instance on this store queued events; a later call replaces it. */
   listen(onEvents: () => void): void {
-    const first = this.#onEvents === undefined;
+    const first = this.#onEvents === undefined && this.#onFeed === undefined;
     this.#onEvents = onEvents;
+    if (first && !this.#closed) void this.#connect();
+  }
+
+  /** Calls `onFeed` with the transaction when another instance on this store wrote plant events; a later call replaces it. */
+  listenFeed(onFeed: (tx: bigint) => void): void {
+    const first = this.#onEvents === undefined && this.#onFeed === undefined;
+    this.#onFeed = onFeed;
     if (first && !this.#closed) void this.#connect();
   }
 
@@ -107,12 +127,18 @@ export class EventsNotice {
       const { rows } = await client.query<{ schema: string }>("SELECT coalesce(current_schema(), '') AS schema");
       const schema = rows[0]?.schema ?? '';
       client.on('notification', ({ channel, payload = '' }) => {
-        // A token has no colon; a schema name may have any character.
+        // A token has no colon, nor has a transaction id; a schema name may have any character.
         const at = payload.indexOf(':');
-        if (channel !== CHANNEL || at < 0 || payload.slice(at + 1) !== schema || payload.slice(0, at) === this.token) return;
-        this.#onEvents?.();
+        if (at < 0 || payload.slice(0, at) === this.token) return;
+        if (channel === CHANNEL && payload.slice(at + 1) === schema) this.#onEvents?.();
+        if (channel !== FEED_CHANNEL) return;
+        const tx = payload.indexOf(':', at + 1);
+        if (tx < 0 || payload.slice(tx + 1) !== schema) return;
+        const digits = payload.slice(at + 1, tx);
+        if (/^\d{1,20}$/.test(digits)) this.#onFeed?.(BigInt(digits));
       });
       await client.query(`LISTEN ${CHANNEL}`);
+      await client.query(`LISTEN ${FEED_CHANNEL}`);
     } catch (err) {
       fail(err);
       return;
@@ -127,6 +153,7 @@ export class EventsNotice {
       this.#log.info('hearing other instances\' new webhook events again');
       // Events queued while the connection was down were announced to nobody here: look now.
       this.#onEvents?.();
+      this.#onFeed?.(0n);
     }
   }
 }

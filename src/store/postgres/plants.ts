@@ -5,17 +5,21 @@ import { POSTGRES, raw, valueless } from '../sql/dialect.js';
 import { eventIdSql, wireJsonSql } from '../sql/wire.js';
 import type { CreateOutcome, ListQuery, PlantPage, PlantStore, StoreObserver } from '../store.js';
 import type { ListReads } from './lists.js';
-import { notifyEventsSql } from './notify.js';
+import { notifyEventsSql, notifyFeedSql } from './notify.js';
 import type { Connections } from './pool.js';
 
 /** Rows per INSERT: large enough to share one commit widely, small enough to keep a statement quick. */
 const MAX_BATCH = 500;
 
+const PLANT_BODY = (row: string): string => wireJsonSql(POSTGRES, WEBHOOK_BODY, (column) => `${row}.${column}`);
+
 /**
  * One multi-row INSERT of a batch of creates, and the outbox in the same statement: one event per
  * receiving endpoint for each row it stored (a replay or a conflict stores none), with the stored row's
  * body (WEBHOOK_BODY, made in SQL from `ins`), so an event exists exactly when its plant committed.
- * Without endpoints the join finds nothing and the insert costs what it did before.
+ * Without endpoints the join finds nothing. The live feed's log gets one event per row stored, and
+ * one notification per commit tells the other instances' feeds (with the transaction's id, returned
+ * too for this instance's own).
  */
 const INSERT_BATCH = `WITH ins AS (
          INSERT INTO plants (owner, id, name, tag)
@@ -26,8 +30,19 @@ const INSERT_BATCH = `WITH ins AS (
          SELECT ${valueless(POSTGRES, eventIdSql(POSTGRES, POSTGRES.nowMs))}, e.id, ins.id, ins.owner, ${wireJsonSql(POSTGRES, WEBHOOK_BODY, (column) => `ins.${column}`)}, 'pending', 0, now()
          FROM ins JOIN webhook_endpoints e ON e.disabled_at IS NULL AND ${valueless(POSTGRES, receives(POSTGRES, raw('ins.owner')))}
          RETURNING 1
-       ), woke AS (${notifyEventsSql('ev', '$5')})
-       SELECT owner, id, (SELECT count(*) FROM ev)::int AS events, (SELECT count(*) FROM woke) AS woke FROM ins`;
+       ), fe AS (
+         INSERT INTO plant_events (owner, deleted, body) SELECT owner, false, ${PLANT_BODY('ins')} FROM ins
+       ), woke AS (${notifyEventsSql('ev', '$5')}), fed AS (${notifyFeedSql('ins', '$5')})
+       SELECT owner, id, (SELECT count(*) FROM ev)::int AS events, (SELECT count(*) FROM woke) AS woke,
+         (SELECT count(*) FROM fed) AS fed, pg_current_xact_id()::text AS tx FROM ins`;
+
+/** A delete, its feed event (made from the row deleted) and the feed's notification, in one statement. */
+const DELETE_PLANT = `WITH d AS (
+         DELETE FROM plants WHERE owner = $1 AND id = $2 RETURNING owner, id, name, tag
+       ), fe AS (
+         INSERT INTO plant_events (owner, deleted, body) SELECT owner, true, ${PLANT_BODY('d')} FROM d
+       ), fed AS (${notifyFeedSql('d', '$3')})
+       SELECT (SELECT count(*) FROM fed) AS fed, pg_current_xact_id()::text AS tx FROM d`;
 
 interface PendingCreate {
   readonly owner: string;
@@ -52,6 +67,8 @@ export class GroupCommit {
   readonly #observer: StoreObserver | undefined;
   /** Told after a commit that queued webhook events. */
   readonly #eventsQueued: () => void;
+  /** Told after a commit that wrote feed events, with its transaction. */
+  readonly #feedChanged: (tx: bigint) => void;
   /** This handle's mark on its notifications (notify.ts), so that it does not wake itself twice. */
   readonly #notifyToken: string;
   #pending: PendingCreate[] = [];
@@ -60,8 +77,10 @@ export class GroupCommit {
   #flushDue = false;
 
   constructor(
-    connections: Connections, inFlight: Set<Promise<void>>, observer: StoreObserver | undefined, eventsQueued: () => void, notifyToken: string,
+    connections: Connections, inFlight: Set<Promise<void>>, observer: StoreObserver | undefined, eventsQueued: () => void,
+    feedChanged: (tx: bigint) => void, notifyToken: string,
   ) {
+    this.#feedChanged = feedChanged;
     this.#connections = connections;
     this.#inFlight = inFlight;
     this.#observer = observer;
@@ -113,10 +132,11 @@ export class GroupCommit {
     const key = (owner: string, id: string) => `${id}\u0000${owner}`;
     const owners = batch.map((c) => c.owner);
     const ids = batch.map((c) => c.plant.id.toString());
-    const { rows: inserted } = await this.#connections.query<{ owner: string; id: string; events: number }>(
+    const { rows: inserted } = await this.#connections.query<{ owner: string; id: string; events: number; tx: string }>(
       'plant_insert_batch', INSERT_BATCH, [owners, ids, batch.map((c) => c.plant.name), batch.map((c) => c.plant.tag ?? null), this.#notifyToken],
     );
     if ((inserted[0]?.events ?? 0) > 0) this.#eventsQueued();
+    if (inserted[0] !== undefined) this.#feedChanged(BigInt(inserted[0].tx));
     const created = new Set(inserted.map((r) => key(r.owner, r.id)));
     const keys = batch.map((c, i) => key(c.owner, ids[i] as string));
     const copies = new Map<string, number>();
@@ -149,13 +169,15 @@ export class PostgresPlants implements PlantStore {
   readonly #commits: GroupCommit;
   readonly #lists: ListReads;
   readonly #connections: Connections;
-  readonly #deletePlant: string;
+  readonly #feedChanged: (tx: bigint) => void;
+  readonly #notifyToken: string;
 
-  constructor(commits: GroupCommit, lists: ListReads, connections: Connections, deletePlant: string) {
+  constructor(commits: GroupCommit, lists: ListReads, connections: Connections, feedChanged: (tx: bigint) => void, notifyToken: string) {
     this.#commits = commits;
     this.#lists = lists;
     this.#connections = connections;
-    this.#deletePlant = deletePlant;
+    this.#feedChanged = feedChanged;
+    this.#notifyToken = notifyToken;
   }
 
   createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome> {
@@ -172,7 +194,9 @@ export class PostgresPlants implements PlantStore {
   }
 
   async deletePlant(owner: string, id: bigint): Promise<boolean> {
-    const res = await this.#connections.query('plant_delete', this.#deletePlant, [owner, id.toString()]);
-    return res.rowCount === 1;
+    const { rows } = await this.#connections.query<{ tx: string }>('plant_delete', DELETE_PLANT, [owner, id.toString(), this.#notifyToken]);
+    if (rows[0] === undefined) return false;
+    this.#feedChanged(BigInt(rows[0].tx));
+    return true;
   }
 }

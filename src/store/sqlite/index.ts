@@ -11,6 +11,7 @@ import { MemoryRateCounter } from './counters.js';
 import { isBusy, isUnwritable, named, openFailure } from './errors.js';
 import { identityOf, prepareStorePath, quickCheck, takeServerLock, watchIdentity } from './file.js';
 import { EventsListener, releaseOrphanedClaims, SqliteOutbox } from './outbox.js';
+import { SqliteFeed, SqliteFeedLog } from './feed.js';
 import { SqlitePlants } from './plants.js';
 import { FIRST_RETRY_MS, MAX_RETRY_MS, WriteQueue } from './queue.js';
 import { FileState, type StoreFile } from './state.js';
@@ -136,6 +137,7 @@ class SqliteStore implements CacheableStore, TransferableStore {
   readonly secrets: SecretStore;
   readonly webhooks: WebhookStore;
   readonly outbox: OutboxStore;
+  readonly feed: SqliteFeed;
   readonly health: HealthStore;
   readonly #db: Database.Database;
   readonly #lock: Database.Database | undefined;
@@ -154,6 +156,8 @@ class SqliteStore implements CacheableStore, TransferableStore {
     this.#state = state;
     // Told after a batch whose writes queued webhook events is committed (WriteQueue.wakeAfterCommit).
     const events = new EventsListener(file.logger);
+    // Made once the write queue it writes through is: the queue tells it of durable batches.
+    let feedLog: SqliteFeedLog | undefined;
     this.#writes = new WriteQueue(db, file.busyTimeoutMs, {
       unavailable: () => state.unavailable,
       cannotWrite: (error) => state.cannotWrite(error),
@@ -162,9 +166,12 @@ class SqliteStore implements CacheableStore, TransferableStore {
         if (committed) file.observer?.committed(this.backend, writes);
       },
       afterCommit: events.tell,
+      feedDurable: (pos) => feedLog?.durable(pos),
     }, walFileSync(`${file.realPath}-wal`));
     this.#webhooks = new SqliteWebhookStatements(db, SQLITE);
-    this.plants = new SqlitePlants(db, state, this.#writes, this.#webhooks, SQL.deletePlant);
+    feedLog = new SqliteFeedLog(db, this.#writes);
+    this.feed = new SqliteFeed(db, state, this.#writes, feedLog);
+    this.plants = new SqlitePlants(db, state, this.#writes, this.#webhooks, feedLog, SQL.deletePlant);
     this.tokens = new SqlTokens(SQLITE, sqliteTokenDriver(db, SQL, state, this.#writes, this.#webhooks));
     // In memory: one server per store, so its counts are all the counts.
     const rates = new MemoryRateCounter();

@@ -1,5 +1,6 @@
 import { plantOf, plantOfColumns, samePlant, type NewPlant } from '../../domain/plant.js';
 import type Database from './driver.js';
+import type { SqliteFeedLog } from './feed.js';
 import { storeError } from './errors.js';
 import { PageReader } from './lists.js';
 import type { WriteQueue } from './queue.js';
@@ -16,14 +17,16 @@ export class SqlitePlants implements CacheablePlants {
   readonly #state: FileState;
   readonly #writes: WriteQueue;
   readonly #webhooks: SqliteWebhookStatements;
+  readonly #feed: SqliteFeedLog;
   readonly #insertPlant: Database.Statement<[string, bigint, string, string | null]>;
   readonly #findPlant: Database.Statement<[string, bigint], { name: string; tag: string | null }>;
   readonly #deletePlant: Database.Statement<[string, bigint]>;
   readonly #pages: PageReader;
 
   constructor(
-    db: Database.Database, state: FileState, writes: WriteQueue, webhooks: SqliteWebhookStatements, deletePlant: string,
+    db: Database.Database, state: FileState, writes: WriteQueue, webhooks: SqliteWebhookStatements, feed: SqliteFeedLog, deletePlant: string,
   ) {
+    this.#feed = feed;
     this.#db = db;
     this.#state = state;
     this.#writes = writes;
@@ -43,7 +46,7 @@ export class SqlitePlants implements CacheablePlants {
   createPlant(owner: string, plant: NewPlant): Promise<CreateOutcome> {
     return this.#writes.add(() => {
       if (this.#insertPlant.run(owner, plant.id, plant.name, plant.tag ?? null).changes === 1) {
-        this.#queueEvents(owner, plant);
+        this.#recordEvents(owner, plant);
         return 'created';
       }
       // Same transaction as the insert, so the row that conflicted is still there.
@@ -54,18 +57,23 @@ export class SqlitePlants implements CacheablePlants {
   }
 
   /**
-   * The outbox, in the create's transaction: the events commit with the plant or not at all. A failed
-   * statement rolls back only itself while the batch commits (see WriteQueue), so when queueing fails the
-   * plant just inserted is removed again before the create fails. Events queued wake the dispatcher
-   * once the batch is committed (WriteQueue.wakeAfterCommit).
+   * The feed's event and the outbox, in the create's transaction: the events commit with the plant or
+   * not at all. A failed statement rolls back only itself while the batch commits (see WriteQueue), so
+   * when one fails, what the create wrote before it is removed again before the create fails. Webhook
+   * events wake the dispatcher once the batch is committed (WriteQueue.wakeAfterCommit); the feed's
+   * event is read once the batch is durable (SqliteFeed.written).
    */
-  #queueEvents(owner: string, plant: NewPlant): void {
+  #recordEvents(owner: string, plant: NewPlant): void {
+    let event: number | bigint | undefined;
     try {
+      event = this.#feed.created(owner, plant);
       if (this.#webhooks.queueEvents(owner, plant)) this.#writes.wakeAfterCommit();
     } catch (error) {
+      if (event !== undefined) this.#feed.withdraw(event);
       if (this.#db.inTransaction) this.#deletePlant.run(owner, plant.id);
       throw error;
     }
+    this.#feed.written(event);
   }
 
   /** The list cache is wrappers/list-cache.ts's, around this facet. */
@@ -82,7 +90,19 @@ export class SqlitePlants implements CacheablePlants {
     }
   }
 
+  /** The feed's event is written from the row first, then the row deleted; a failed delete takes the event back. */
   deletePlant(owner: string, id: bigint): Promise<boolean> {
-    return this.#writes.add(() => this.#deletePlant.run(owner, id).changes === 1);
+    return this.#writes.add(() => {
+      const event = this.#feed.deleting(owner, id);
+      if (event === undefined) return false;
+      try {
+        this.#deletePlant.run(owner, id);
+      } catch (error) {
+        this.#feed.withdraw(event);
+        throw error;
+      }
+      this.#feed.written(event);
+      return true;
+    });
   }
 }

@@ -23,6 +23,8 @@ interface CommittedBatch {
   readonly durable: boolean;
   /** A write of the batch called `wakeAfterCommit`: `afterCommit` is called once it is answered. */
   readonly wake: boolean;
+  /** The last feed event the batch wrote (`feedWritten`), told to `feedDurable` once it is answered. */
+  readonly feed: bigint | undefined;
 }
 
 /**
@@ -47,6 +49,11 @@ export interface WriteQueueEvents {
    * callers were answered and `settled` was told: the dispatcher looks now, not at its next poll.
    */
   afterCommit?(): void;
+  /**
+   * After a committed batch that wrote feed events, once its callers were answered: `pos` is the last
+   * of them, and every event up to it is now as durable as the creates it reports.
+   */
+  feedDurable?(pos: bigint): void;
 }
 
 /**
@@ -93,6 +100,8 @@ export class WriteQueue {
   #generation = 0;
   /** A write of the running batch called `wakeAfterCommit`. */
   #wake = false;
+  /** The last feed event a write of the running batch wrote. */
+  #feed: bigint | undefined;
 
   constructor(db: Database.Database, busyTimeoutMs: number, events: WriteQueueEvents, wal: WalSync) {
     this.#db = db;
@@ -130,6 +139,15 @@ export class WriteQueue {
    */
   wakeAfterCommit(): void {
     this.#wake = true;
+  }
+
+  /**
+   * Called by a write that wrote a feed event (store/sqlite/feed.ts), as its last step: the feed reads no
+   * further than the last event of a batch told to `feedDurable`, so no event reaches a subscriber
+   * before the write that made it is durable.
+   */
+  feedWritten(pos: bigint): void {
+    this.#feed = pos;
   }
 
   /**
@@ -203,6 +221,8 @@ export class WriteQueue {
     }
     const wake = this.#wake;
     this.#wake = false;
+    const feed = this.#feed;
+    this.#feed = undefined;
     try {
       if (aborted === undefined) this.#commit.run();
     } catch (error) {
@@ -213,7 +233,7 @@ export class WriteQueue {
       this.#fail(writes, aborted);
       return this.#events.settled?.(false, writes.length);
     }
-    const batch: CommittedBatch = { writes, outcomes, durable: writes.some((w) => w.durable), wake };
+    const batch: CommittedBatch = { writes, outcomes, durable: writes.some((w) => w.durable), wake, feed };
     // A batch that needs no sync and follows none waiting for one is answered at once.
     if (!batch.durable && this.#unsynced.length === 0) return this.#answer(batch);
     this.#unsynced.push(batch);
@@ -246,7 +266,7 @@ export class WriteQueue {
   }
 
   /** Answers the callers of a committed (and, where needed, synced) batch. */
-  #answer({ writes, outcomes, wake }: CommittedBatch): void {
+  #answer({ writes, outcomes, wake, feed }: CommittedBatch): void {
     let cannotWrite: unknown;
     let committed = false;
     outcomes.forEach((o, i) => {
@@ -259,13 +279,14 @@ export class WriteQueue {
     });
     if (cannotWrite !== undefined) this.#events.cannotWrite(cannotWrite);
     else if (committed) this.#events.committed();
-    this.#settled(wake, writes.length);
+    this.#settled(wake, writes.length, feed);
   }
 
   /** A committed batch was answered (its writes may still have failed, see #syncFailed). */
-  #settled(wake: boolean, writes: number): void {
+  #settled(wake: boolean, writes: number, feed: bigint | undefined): void {
     this.#events.settled?.(true, writes);
     if (wake) this.#events.afterCommit?.();
+    if (feed !== undefined) this.#events.feedDurable?.(feed);
   }
 
   /**
@@ -276,9 +297,10 @@ export class WriteQueue {
   #syncFailed(batches: CommittedBatch[], error: unknown): void {
     this.#events.cannotWrite(error);
     const failure = new StoreUnavailableError(error);
-    for (const { writes, outcomes, wake } of batches) {
+    // Their events are committed too, and the next sync covers them: the feed may go on past them.
+    for (const { writes, outcomes, wake, feed } of batches) {
       outcomes.forEach((o, i) => writes[i]?.reject(o.ok ? failure : storeError(o.error)));
-      this.#settled(wake, writes.length);
+      this.#settled(wake, writes.length, feed);
     }
   }
 

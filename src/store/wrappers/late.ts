@@ -15,6 +15,7 @@ export class LateStore implements OpeningStore {
   readonly handle: Store;
   #open = false;
   #eventsListener: (() => void) | undefined;
+  #feedListener: ((tx: bigint) => void) | undefined;
   /** The facet objects the handle held before the open. */
   readonly #early: Record<string, object> = {};
 
@@ -27,6 +28,9 @@ export class LateStore implements OpeningStore {
       // Not a promise: kept until the store opens, then handed to it (a rejection here would go unhandled).
       onEventsQueued: (listener: () => void) => {
         this.#eventsListener = listener;
+      },
+      onFeedChanged: (listener: (tx: bigint) => void) => {
+        this.#feedListener = listener;
       },
     };
     // Any method a facet may have, by its name: the handle needs no list of them. Not `then` (a facet is
@@ -58,6 +62,7 @@ export class LateStore implements OpeningStore {
     handle.backend = store.backend;
     handle.close = () => store.close();
     if (this.#eventsListener) store.outbox.onEventsQueued(this.#eventsListener);
+    if (this.#feedListener) store.feed.onFeedChanged(this.#feedListener);
     this.#open = true;
   }
 }

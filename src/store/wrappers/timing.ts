@@ -27,8 +27,8 @@ export function measureStore(store: Store, histogram: DurationSink): Store {
       const method = (unbound as Method).bind(facet);
       if (operation === 'cachedPage') {
         measured[operation] = cachedPage(method as (query: ListQuery) => PlantPage | undefined, histogram, backend);
-      } else if (operation === 'onEventsQueued') {
-        // Registering the dispatcher's listener is not an operation anyone waits on.
+      } else if (operation === 'onEventsQueued' || operation === 'onFeedChanged') {
+        // Registering a listener (the dispatcher's, the feed's) is not an operation anyone waits on.
         measured[operation] = method;
       } else {
         measured[operation] = timed(method, histogram.series({ operation, backend }));

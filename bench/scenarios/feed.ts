@@ -22,9 +22,11 @@ const TITLE = 'feed: GET /plants/events, creates';
 /** The paced creates' ids: far above wrk's (1e12 + 1e8 a load), a million a phase. */
 const PACED_FIRST_ID = 4_000_000_000_000;
 const PACED_IDS_PER_PHASE = 1_000_000;
-/** How long the events of the creates already answered may take to reach every stream. */
+/** How long the events of the creates already answered may take to reach every stream… */
 const PACED_SETTLE_MS = 10_000;
 const LOADED_SETTLE_MS = 120_000;
+/** …unless none arrives for this long: what is missing then is not coming. */
+const QUIET_MS = 5000;
 
 /** A setting's default from plantstore's settings table, where the feed's limits are. */
 function settingDefault(env: string): number {
@@ -77,7 +79,7 @@ async function pacedPhase(bench: Bench, subs: Subscribers, system: System, acces
   const cpu = cpuMicros(subs.pid);
   const started = performance.now();
   const paced = await pacedCreates(system.url, access.writer ?? '', PACED_FIRST_ID + phase * PACED_IDS_PER_PHASE, bench.options.feedRate, seconds);
-  await subs.settle(paced.acks.size, PACED_SETTLE_MS);
+  await subs.settle(paced.acks.size, PACED_SETTLE_MS, QUIET_MS);
   notes.pacedCpu.push(share(cpuMicros(subs.pid) - cpu, performance.now() - started));
   notes.loopDelay.push((await subs.loop()).delayP99Ms);
   notes.late += paced.late;
@@ -95,11 +97,12 @@ async function loadedPhase(bench: Bench, subs: Subscribers, target: Target, seco
   const started = performance.now();
   await bench.load(target, seconds, warmup);
   const loadMs = performance.now() - started;
+  const loadCpu = cpuMicros(subs.pid) - cpu;
   const expected = target.acknowledged.length - acknowledged;
-  const settled = await subs.settle(expected, LOADED_SETTLE_MS);
+  const settled = await subs.settle(expected, LOADED_SETTLE_MS, QUIET_MS);
   countEnds(notes, await subs.collect());
   if (warmup) return 0;
-  notes.loadedCpu.push(share(cpuMicros(subs.pid) - cpu, loadMs + settled.ms));
+  notes.loadedCpu.push(share(loadCpu, loadMs));
   notes.drainMs.push(settled.ms);
   notes.loadedCreates += expected;
   return settled.missing;
@@ -161,8 +164,9 @@ function note(m: FeedMeasured, notes: Notes, tokens: number, rate: number): stri
     (notes.failed > 0 ? `, ${n(notes.failed)} creates not answered 200` : '') +
     (notes.late > 0 ? `, ${n(notes.late)} creates sent late (the creator fell behind)` : '') +
     `; under wrk: ${n(notes.loadedCreates)} creates answered 200, ` +
-    (m.missingUnderLoad === 0 ? 'each on every stream' : `${n(m.missingUnderLoad)} (create, stream) pairs MISSING: FAILED`) +
-    `, the streams drained ${(median(notes.drainMs) / 1000).toFixed(1)} s after the load (median)` +
+    (m.missingUnderLoad === 0
+      ? `each on every stream, the last ${n(median(notes.drainMs))} ms after the load (median)`
+      : `${n(m.missingUnderLoad)} (create, stream) pairs MISSING after waiting ${n(Math.max(...notes.drainMs))} ms: FAILED`) +
     `; streams ended by the server: ${ends.length === 0 ? 'none' : ends.join(', ')}` +
     (notes.dropped > 0 ? `, ${n(notes.dropped)} dropped without an end event` : '') +
     `; subscriber process: ${pct(notes.pacedCpu)} of a core paced (event-loop delay p99 ${median(notes.loopDelay).toFixed(1)} ms), ` +

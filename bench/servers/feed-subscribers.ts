@@ -8,7 +8,7 @@
 import { connect, type Socket } from 'node:net';
 import { monitorEventLoopDelay, performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { monotonicMs } from '../lib/feed.js';
-import { plantIdOf, ResponseReader, SseParser, type SseEvent } from '../lib/sse.js';
+import { endReasonIn, EventCounter, plantIdOf, ResponseReader, SseParser, type SseEvent } from '../lib/sse.js';
 
 /** Streams being opened at once: a thousand SYNs at once would overflow the server's accept queue. */
 const OPENING_AT_ONCE = 64;
@@ -21,15 +21,19 @@ interface Stream {
   readonly socket: Socket;
   readonly reader: ResponseReader;
   state: 'opening' | 'open' | 'refused' | 'closed';
+  /** Events are parsed while recording (and until the ready event); under wrk they are only counted. */
+  parser: SseParser;
+  counter: EventCounter | undefined;
+  /** Created events parsed since the mark (the counter's count when counting). */
   count: number;
-  endReason?: string;
+  endReason?: string | undefined;
   refusal?: string;
 }
 
 export type Command =
   | { cmd: 'open'; url: string; tokens: string[]; count: number }
   | { cmd: 'mark'; record: boolean }
-  | { cmd: 'settle'; expected: number; timeoutMs: number }
+  | { cmd: 'settle'; expected: number; timeoutMs: number; quietMs: number }
   | { cmd: 'collect' }
   | { cmd: 'close' }
   | { cmd: 'loop' };
@@ -53,6 +57,8 @@ export interface Collected {
   dropped: number;
 }
 export interface Loop { delayP99Ms: number; utilization: number }
+
+const countOf = (s: Stream): number => s.counter?.count ?? s.count;
 
 class Subscribers {
   private streams: Stream[] = [];
@@ -95,11 +101,14 @@ class Subscribers {
   }
 
   private openOne(index: number, host: string, port: number, token: string): Promise<Stream> {
-    // onread: each read lands in one buffer shared by every socket and is handled at once, without a
-    // Readable stream's buffering and 'data' events, which cost this process several times the parsing.
-    const socket = connect({ host, port, noDelay: true, onread: { buffer: READ_BUFFER, callback: (n) => read(n) } });
-    const stream: Stream = { index, socket, reader: new ResponseReader(), state: 'opening', count: 0 };
     let read: (n: number) => void = () => {};
+    // onread: each read lands in one buffer shared by every socket and is handled at once, without a
+    // Readable stream's buffering and 'data' events. Never paused: reading at once is what is measured.
+    const onread = { buffer: READ_BUFFER, callback: (n: number) => (read(n), true) };
+    const socket = connect({ host, port, noDelay: true, onread });
+    const stream: Stream = {
+      index, socket, reader: new ResponseReader(), state: 'opening', parser: new SseParser(() => {}), counter: undefined, count: 0,
+    };
     return new Promise((resolve) => {
       const timer = setTimeout(() => refuse('no ready event within 30 s'), OPEN_TIMEOUT_MS);
       let errorBody = '';
@@ -111,22 +120,19 @@ class Subscribers {
         socket.destroy();
         resolve(stream);
       };
-      const parser = new SseParser((event) => {
-        if (stream.state === 'opening' && event.type === 'ready') {
-          clearTimeout(timer);
-          stream.state = 'open';
-          resolve(stream);
-        } else {
-          this.onEvent(stream, event);
-        }
+      stream.parser = this.parserFor(stream, () => {
+        clearTimeout(timer);
+        stream.state = 'open';
+        resolve(stream);
       });
       read = (n: number) => {
         this.now = monotonicMs();
         const bytes = READ_BUFFER.subarray(0, n);
         try {
           stream.reader.read(bytes, (piece) => {
-            if (stream.reader.head?.status === 200) parser.write(piece);
-            else errorBody += piece.toString('utf8');
+            if (stream.reader.head?.status !== 200) errorBody += piece.toString('utf8');
+            else if (stream.counter) stream.counter.write(piece);
+            else stream.parser.write(piece);
           });
         } catch (error) {
           refuse(`unreadable response: ${(error as Error).message}`);
@@ -141,11 +147,20 @@ class Subscribers {
         refuse(head && head.status !== 200 ? `${head.status} ${errorBody.slice(0, 300)}` : 'closed before its ready event');
         if (stream.state !== 'open') return;
         stream.state = 'closed';
+        if (stream.counter) stream.endReason ??= endReasonIn(stream.counter.last());
         if (stream.endReason !== undefined) this.ends[stream.endReason] = (this.ends[stream.endReason] ?? 0) + 1;
         else this.dropped++;
       });
       socket.write(`GET /plants/events HTTP/1.1\r\nhost: ${host}:${port}\r\nauthorization: Bearer ${token}\r\n` +
         'accept: text/event-stream\r\n\r\n');
+    });
+  }
+
+  /** A parser of `stream`'s events, from an event's start; `ready`: what its ready event does. */
+  private parserFor(stream: Stream, ready: () => void): SseParser {
+    return new SseParser((event) => {
+      if (stream.state === 'opening' && event.type === 'ready') ready();
+      else this.onEvent(stream, event);
     });
   }
 
@@ -170,22 +185,38 @@ class Subscribers {
     }
   }
 
-  /** Counts restart at zero; with `record`, each created event's arrival is kept, per plant and stream. */
+  /**
+   * Counts restart at zero; with `record`, each created event's arrival is kept, per plant and stream,
+   * else events are only counted. A mark comes between loads, once the streams are quiet: a parser
+   * started afresh begins at an event's start.
+   */
   mark(record: boolean): void {
-    for (const s of this.streams) s.count = 0;
+    for (const s of this.streams) {
+      s.count = 0;
+      s.counter = record ? undefined : new EventCounter();
+      if (record) s.parser = this.parserFor(s, () => {});
+    }
     this.recording = record ? new Map() : undefined;
     this.ends = {};
     this.dropped = 0;
   }
 
-  /** Until every open stream has counted `expected` created events since the mark, or `timeoutMs` passed. */
-  async settle(expected: number, timeoutMs: number): Promise<Settled> {
+  /**
+   * Until every open stream has counted `expected` created events since the mark, or no stream has
+   * counted one more for `quietMs` (what is missing then will not come), or `timeoutMs` passed.
+   */
+  async settle(expected: number, timeoutMs: number, quietMs: number): Promise<Settled> {
     const started = monotonicMs();
+    let total = -1;
+    let moved = started;
     for (;;) {
-      const below = this.open.filter((s) => s.count < expected).length;
-      const ms = monotonicMs() - started;
-      if (below === 0 || ms > timeoutMs) {
-        const missing = this.streams.reduce((n, s) => n + (s.state === 'open' || s.state === 'closed' ? Math.max(0, expected - s.count) : 0), 0);
+      const below = this.open.filter((s) => countOf(s) < expected).length;
+      const now = monotonicMs();
+      const counted = this.streams.reduce((n, s) => n + countOf(s), 0);
+      if (counted !== total) [total, moved] = [counted, now];
+      const ms = now - started;
+      if (below === 0 || ms > timeoutMs || now - moved > quietMs) {
+        const missing = this.streams.reduce((n, s) => n + (s.state === 'open' || s.state === 'closed' ? Math.max(0, expected - countOf(s)) : 0), 0);
         return { ms, below, missing };
       }
       await new Promise((resolve) => setTimeout(resolve, 10));
@@ -193,7 +224,7 @@ class Subscribers {
   }
 
   collect(): Collected {
-    const counts = this.open.map((s) => s.count);
+    const counts = this.open.map(countOf);
     return {
       arrivals: this.recording ?? new Map(), min: Math.min(...counts), max: Math.max(...counts), open: counts.length,
       ends: this.ends, dropped: this.dropped,
@@ -226,7 +257,7 @@ async function handle(command: Command): Promise<unknown> {
   switch (command.cmd) {
     case 'open': return subscribers.openStreams(command.url, command.tokens, command.count);
     case 'mark': return subscribers.mark(command.record);
-    case 'settle': return subscribers.settle(command.expected, command.timeoutMs);
+    case 'settle': return subscribers.settle(command.expected, command.timeoutMs, command.quietMs);
     case 'collect': return subscribers.collect();
     case 'close': return subscribers.close();
     case 'loop': return subscribers.loop();

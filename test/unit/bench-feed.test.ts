@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import {
   feedCells, feedGoals, pairsOf, parseFeedRate, parseSubscribers, percentile, rssMbOf, summarize, tokensFor, type FeedMeasured,
 } from '../../bench/lib/feed.js';
-import { parseHead, plantIdOf, ResponseReader, SseParser, type SseEvent } from '../../bench/lib/sse.js';
+import { endReasonIn, EventCounter, parseHead, plantIdOf, ResponseReader, SseParser, type SseEvent } from '../../bench/lib/sse.js';
 
 // The bench's feed scenario (bench/lib/feed.ts, bench/lib/sse.ts): its flags, reading a stream from raw
 // socket bytes however they are cut, the (event, stream) pairs' latencies and the printed cells.
@@ -100,6 +100,41 @@ test('the same events whatever the line ends (CRLF, CR, LF), a byte-order mark f
     parser.write(bytes.subarray(i));
     assert.deepEqual(events, expected, `cut at byte ${i}`);
   }
+});
+
+test('counting created events without parsing: every one, however the bytes are cut, and nothing else', () => {
+  const event = (i: number) => `event: plant.created\nid: ${i}\ndata: {"id":${i},"name":"event: plant.created"}\n\n`;
+  const text = `${event(100)}: heartbeat\n\n${Array.from({ length: 40 }, (_, i) => event(i)).join('')}event: plant.deleted\nid: 99\ndata: {"id":1,"name":"x"}\n\n`;
+  const bytes = Buffer.from(text);
+  const whole = new EventCounter();
+  whole.write(bytes);
+  assert.equal(whole.count, 41, 'the first event too, at the very start');
+  for (let i = 1; i < bytes.length; i += 7) {
+    for (const j of [i + 1, i + 5, i + 23, i + 600]) {
+      const cut = new EventCounter();
+      for (const [from, to] of [[0, i], [i, j], [j, bytes.length]] as const) cut.write(bytes.subarray(Math.min(from, bytes.length), Math.min(to, bytes.length)));
+      assert.equal(cut.count, 41, `cut at ${i} and ${j}`);
+    }
+  }
+  const byByte = new EventCounter();
+  for (let i = 0; i < bytes.length; i++) byByte.write(bytes.subarray(i, i + 1));
+  assert.equal(byByte.count, 41);
+  const crlf = new EventCounter();
+  crlf.write(Buffer.from(text.replaceAll('\n', '\r\n')));
+  assert.equal(crlf.count, 0, 'CRLF line ends count nothing: missing, never more');
+});
+
+test('the end event\'s reason from a stream\'s last bytes, the kept bytes copied from the read buffer', () => {
+  const counter = new EventCounter();
+  const read = Buffer.alloc(4096);
+  const last = 'event: plant.created\nid: 5\ndata: {}\n\nevent: end\ndata: {"reason":"slow-reader","message":"…"}\n\n';
+  const n = read.write(`${'x'.repeat(1000)}\n\n${last}`);
+  counter.write(read.subarray(0, n));
+  read.fill(0);
+  assert.equal(endReasonIn(counter.last()), 'slow-reader');
+  assert.equal(counter.count, 1);
+  assert.equal(endReasonIn(': heartbeat\n\n'), undefined);
+  assert.equal(endReasonIn('\nevent: end\ndata: {oops\n\n'), 'unreadable end event');
 });
 
 test('a plant\'s id is read from its JSON as the digits written, exact past 2^53, and only at the top level', () => {

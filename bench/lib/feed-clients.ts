@@ -15,8 +15,11 @@ export interface Subscribers extends System {
   open(url: string, tokens: readonly string[], count: number): Promise<Opened>;
   /** Counts restart; with `record`, every created event's arrival is kept, per plant and stream. */
   mark(record: boolean): Promise<void>;
-  /** Until every stream has `expected` created events, or none came for `quietMs`, or `timeoutMs` passed. */
-  settle(expected: number, timeoutMs: number, quietMs: number): Promise<Settled>;
+  /**
+   * Until every stream has had the event of each of `ids` (recording) or `expected` created events
+   * (counting), or none came for `quietMs`, or `timeoutMs` passed.
+   */
+  settle(expected: number, ids: readonly string[] | undefined, timeoutMs: number, quietMs: number): Promise<Settled>;
   collect(): Promise<Collected>;
   close(): Promise<void>;
   loop(): Promise<Loop>;
@@ -52,7 +55,7 @@ export async function startSubscribers(): Promise<Subscribers> {
     name: 'feed subscribers', url: '', pid: child.pid as number,
     open: (url, tokens, count) => send<Opened>({ cmd: 'open', url, tokens: [...tokens], count }),
     mark: (record) => send<void>({ cmd: 'mark', record }),
-    settle: (expected, timeoutMs, quietMs) => send<Settled>({ cmd: 'settle', expected, timeoutMs, quietMs }),
+    settle: (expected, ids, timeoutMs, quietMs) => send<Settled>({ cmd: 'settle', expected, ids: ids && [...ids], timeoutMs, quietMs }),
     collect: () => send<Collected>({ cmd: 'collect' }),
     close: () => send<void>({ cmd: 'close' }),
     loop: () => send<Loop>({ cmd: 'loop' }),

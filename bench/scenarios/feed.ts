@@ -79,7 +79,7 @@ async function pacedPhase(bench: Bench, subs: Subscribers, system: System, acces
   const cpu = cpuMicros(subs.pid);
   const started = performance.now();
   const paced = await pacedCreates(system.url, access.writer ?? '', PACED_FIRST_ID + phase * PACED_IDS_PER_PHASE, bench.options.feedRate, seconds);
-  await subs.settle(paced.acks.size, PACED_SETTLE_MS, QUIET_MS);
+  await subs.settle(paced.acks.size, [...paced.acks.keys()], PACED_SETTLE_MS, QUIET_MS);
   notes.pacedCpu.push(share(cpuMicros(subs.pid) - cpu, performance.now() - started));
   notes.loopDelay.push((await subs.loop()).delayP99Ms);
   notes.late += paced.late;
@@ -99,7 +99,7 @@ async function loadedPhase(bench: Bench, subs: Subscribers, target: Target, seco
   const loadMs = performance.now() - started;
   const loadCpu = cpuMicros(subs.pid) - cpu;
   const expected = target.acknowledged.length - acknowledged;
-  const settled = await subs.settle(expected, LOADED_SETTLE_MS, QUIET_MS);
+  const settled = await subs.settle(expected, undefined, LOADED_SETTLE_MS, QUIET_MS);
   countEnds(notes, await subs.collect());
   if (warmup) return 0;
   notes.loadedCpu.push(share(loadCpu, loadMs));

@@ -15,6 +15,8 @@ const OPENING_AT_ONCE = 64;
 const OPEN_TIMEOUT_MS = 30_000;
 /** Every socket's reads land here in turn (see openOne); each is parsed before the next read. */
 const READ_BUFFER = Buffer.alloc(256 * 1024);
+/** Counting, how long no more events must arrive before the counts are taken (see settle). */
+const STABLE_MS = 300;
 
 interface Stream {
   readonly index: number;
@@ -33,7 +35,7 @@ interface Stream {
 export type Command =
   | { cmd: 'open'; url: string; tokens: string[]; count: number }
   | { cmd: 'mark'; record: boolean }
-  | { cmd: 'settle'; expected: number; timeoutMs: number; quietMs: number }
+  | { cmd: 'settle'; expected: number; ids: string[] | undefined; timeoutMs: number; quietMs: number }
   | { cmd: 'collect' }
   | { cmd: 'close' }
   | { cmd: 'loop' };
@@ -41,8 +43,8 @@ export type Command =
 export interface Opened { open: number; refused: Record<string, number>; firstRefusal: string | undefined; ms: number }
 export interface Settled {
   ms: number;
-  /** Open streams still short of `expected`. */
-  below: number;
+  /** Whether the streams had what was asked. */
+  complete: boolean;
   /** What the streams marked (open, or closed since) lack of `expected`, added up: (event, stream) pairs missing. */
   missing: number;
 }
@@ -63,6 +65,8 @@ const countOf = (s: Stream): number => s.counter?.count ?? s.count;
 class Subscribers {
   private streams: Stream[] = [];
   private recording: Map<string, Float64Array> | undefined;
+  /** Recording: how many streams each plant's event has reached. */
+  private arrived = new Map<string, number>();
   /** When the read being handled was taken. */
   private now = 0;
   private ends: Record<string, number> = {};
@@ -175,7 +179,9 @@ class Subscribers {
         times = new Float64Array(this.streams.length).fill(NaN);
         this.recording.set(id, times);
       }
-      if (Number.isNaN(times[stream.index])) times[stream.index] = this.now;
+      if (!Number.isNaN(times[stream.index])) return;
+      times[stream.index] = this.now;
+      this.arrived.set(id, (this.arrived.get(id) ?? 0) + 1);
     } else if (event.type === 'end') {
       try {
         stream.endReason = String((JSON.parse(event.data) as { reason?: unknown }).reason);
@@ -197,30 +203,49 @@ class Subscribers {
       if (record) s.parser = this.parserFor(s, () => {});
     }
     this.recording = record ? new Map() : undefined;
+    this.arrived = new Map();
     this.ends = {};
     this.dropped = 0;
   }
 
   /**
-   * Until every open stream has counted `expected` created events since the mark, or no stream has
-   * counted one more for `quietMs` (what is missing then will not come), or `timeoutMs` passed.
+   * Until the streams have what was asked: recording, every open stream the event of each of `ids`;
+   * counting, at least `expected` created events each, and no more arriving for STABLE_MS (creates
+   * wrk left in flight when it stopped are committed and sent after the ones it saw answered). Or
+   * until no stream has had one more for `quietMs` (what is missing then is not coming), or `timeoutMs`.
+   * `ms`: when the streams first had what was asked. `missing`, counting: what each stream lacks of
+   * the most any open stream has (and of `expected`), added up, since every stream is sent the same
+   * events; closed streams lack what came after they closed.
    */
-  async settle(expected: number, timeoutMs: number, quietMs: number): Promise<Settled> {
+  async settle(expected: number, ids: readonly string[] | undefined, timeoutMs: number, quietMs: number): Promise<Settled> {
     const started = monotonicMs();
     let total = -1;
     let moved = started;
+    let completeAt: number | undefined;
     for (;;) {
-      const below = this.open.filter((s) => countOf(s) < expected).length;
       const now = monotonicMs();
+      const open = this.open;
+      const complete = ids === undefined
+        ? open.every((s) => countOf(s) >= expected)
+        : ids.every((id) => (this.arrived.get(id) ?? 0) >= this.streams.length || this.hasEvery(id, open));
+      completeAt = complete ? (completeAt ?? now) : undefined;
       const counted = this.streams.reduce((n, s) => n + countOf(s), 0);
       if (counted !== total) [total, moved] = [counted, now];
-      const ms = now - started;
-      if (below === 0 || ms > timeoutMs || now - moved > quietMs) {
-        const missing = this.streams.reduce((n, s) => n + (s.state === 'open' || s.state === 'closed' ? Math.max(0, expected - countOf(s)) : 0), 0);
-        return { ms, below, missing };
+      const stable = ids !== undefined || now - moved >= STABLE_MS;
+      if ((complete && stable) || now - started > timeoutMs || now - moved > quietMs) {
+        const marked = this.streams.filter((s) => s.state === 'open' || s.state === 'closed');
+        const target = Math.max(expected, ...open.map(countOf));
+        const missing = ids === undefined ? marked.reduce((n, s) => n + target - countOf(s), 0) : 0;
+        return { ms: (completeAt ?? now) - started, complete, missing };
       }
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
+  }
+
+  /** Whether every stream of `open` has had the event of `id` (the slow path, once a stream has closed). */
+  private hasEvery(id: string, open: readonly Stream[]): boolean {
+    const times = this.recording?.get(id);
+    return times !== undefined && open.every((s) => !Number.isNaN(times[s.index]));
   }
 
   collect(): Collected {
@@ -257,7 +282,7 @@ async function handle(command: Command): Promise<unknown> {
   switch (command.cmd) {
     case 'open': return subscribers.openStreams(command.url, command.tokens, command.count);
     case 'mark': return subscribers.mark(command.record);
-    case 'settle': return subscribers.settle(command.expected, command.timeoutMs, command.quietMs);
+    case 'settle': return subscribers.settle(command.expected, command.ids, command.timeoutMs, command.quietMs);
     case 'collect': return subscribers.collect();
     case 'close': return subscribers.close();
     case 'loop': return subscribers.loop();

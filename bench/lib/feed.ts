@@ -141,6 +141,17 @@ export interface FeedMeasured {
   readonly missingUnderLoad: number;
 }
 
+/**
+ * Creates a second one core of the server would make, with streams and without (10^6 ÷ its CPU µs per
+ * create, medians), and their ratio: what the fan-out costs the server itself, which the subscriber
+ * process's share of the two cores, wrk's and the noise of other tenants do not move as they move req/s.
+ */
+export function perCore(m: FeedMeasured): { without: number; with: number; ratio: number } {
+  const without = 1e6 / median(m.withoutStreams.map((l) => l.cpuUs));
+  const withStreams = 1e6 / median(m.withStreams.map((l) => l.cpuUs));
+  return { without, with: withStreams, ratio: withStreams / without };
+}
+
 export const FEED_HEADER = ['scenario', 'system', 'subscribers', 'events', 'latency p50 ms', 'p99 ms', 'max ms', 'creates/s without',
   'creates/s with', 'ratio', 'target', 'CPU µs/create without', 'with', 'RSS without', 'RSS with', 'missing'];
 

@@ -8,7 +8,7 @@
 import { OPTIONS } from '../../src/config/options.js';
 import { WARMUP_S, type Bench, type Target } from '../lib/bench.js';
 import {
-  FEED_HEADER, feedCells, feedGoals, pairsOf, summarize, tokensFor, type CreateLoad, type FeedMeasured, type PhasePairs,
+  FEED_HEADER, feedCells, feedGoals, pairsOf, perCore, summarize, tokensFor, type CreateLoad, type FeedMeasured, type PhasePairs,
 } from '../lib/feed.js';
 import { pacedCreates, startSubscribers, type Subscribers } from '../lib/feed-clients.js';
 import type { Collected } from '../servers/feed-subscribers.js';
@@ -157,6 +157,7 @@ function note(m: FeedMeasured, notes: Notes, tokens: number, rate: number): stri
   const { latency } = m;
   const ends = Object.entries(notes.ends).map(([reason, count]) => `${count} ${reason}`);
   const verdict = feedGoals(m);
+  const core = perCore(m);
   return `feed (${m.system}): ${n(m.subscribers)} streams` + (tokens > 1 ? ` on ${n(tokens)} tokens` : '') +
     `, opened in ${(median(notes.opened.map((o) => o.ms)) / 1000).toFixed(1)} s; paced: ${n(latency.events)} creates answered 200 (${rate}/s) × ` +
     `${n(m.subscribers)} streams, ${n(latency.pairs)} pairs arrived` +
@@ -167,6 +168,7 @@ function note(m: FeedMeasured, notes: Notes, tokens: number, rate: number): stri
     (m.missingUnderLoad === 0
       ? `each on every stream, the last ${n(median(notes.drainMs))} ms after the load (median)`
       : `${n(m.missingUnderLoad)} (create, stream) pairs MISSING after waiting ${n(Math.max(...notes.drainMs))} ms: FAILED`) +
+    `; per core of the server: ${n(core.without)} creates/s without streams, ${n(core.with)} with them (${core.ratio.toFixed(2)}×)` +
     `; streams ended by the server: ${ends.length === 0 ? 'none' : ends.join(', ')}` +
     (notes.dropped > 0 ? `, ${n(notes.dropped)} dropped without an end event` : '') +
     `; subscriber process: ${pct(notes.pacedCpu)} of a core paced (event-loop delay p99 ${median(notes.loopDelay).toFixed(1)} ms), ` +
@@ -223,8 +225,9 @@ export async function feed(bench: Bench, stores: Stores): Promise<void> {
     `${bench.options.connections} connections) with the ${n(subscribers)} streams open, then the streams closed and wrk's creates without them: ` +
     'creates/s with and without, the same server in the same round. Latency: from the moment a paced create\'s 200 reached the bench to the ' +
     'moment its event reached a stream, both on CLOCK_MONOTONIC, over every (event, stream) pair of every round (negative: the event came first). ' +
-    'The streams are held by one subscriber process on raw sockets; the bare row, a node:http server that writes each event to every stream as ' +
-    'it answers the create, is the bound: what that process and the platform add alone. RSS: the server\'s VmRSS, idle, after a create load ' +
-    'before any stream opened (without) and with every stream open after each round\'s loads (with, median).');
+    'The streams are held by one subscriber process on raw sockets; the bare row, a node:http server that writes each turn\'s events to every ' +
+    'stream, is the bound: what that process and the platform add alone. Per core: 10^6 ÷ the server\'s CPU µs per create, steadier than ' +
+    'creates/s where the subscriber process shares the cores. RSS: the server\'s VmRSS, idle, after a create load before any stream opened ' +
+    '(without) and with every stream open after each round\'s loads (with, median).');
 }
 

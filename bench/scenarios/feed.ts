@@ -73,19 +73,25 @@ async function openAll(subs: Subscribers, system: System, access: Access, count:
 }
 
 /** Creates at the feed rate for `seconds`; each pair's latency once the events of every 200 have arrived (or timed out). */
-async function pacedPhase(bench: Bench, subs: Subscribers, system: System, access: Access, seconds: number, phase: number, notes: Notes): Promise<PhasePairs> {
+async function pacedPhase(
+  bench: Bench, subs: Subscribers, system: System, access: Access, seconds: number, phase: number, notes: Notes, warmup = false,
+): Promise<PhasePairs> {
   await subs.mark(true);
   await subs.loop();
   const cpu = cpuMicros(subs.pid);
   const started = performance.now();
   const paced = await pacedCreates(system.url, access.writer ?? '', PACED_FIRST_ID + phase * PACED_IDS_PER_PHASE, bench.options.feedRate, seconds);
   await subs.settle(paced.acks.size, [...paced.acks.keys()], PACED_SETTLE_MS, QUIET_MS);
-  notes.pacedCpu.push(share(cpuMicros(subs.pid) - cpu, performance.now() - started));
-  notes.loopDelay.push((await subs.loop()).delayP99Ms);
-  notes.late += paced.late;
-  notes.failed += paced.failed;
+  const cpuShare = share(cpuMicros(subs.pid) - cpu, performance.now() - started);
+  const loop = await subs.loop();
   const collected = await subs.collect();
   countEnds(notes, collected);
+  if (!warmup) {
+    notes.pacedCpu.push(cpuShare);
+    notes.loopDelay.push(loop.delayP99Ms);
+    notes.late += paced.late;
+    notes.failed += paced.failed;
+  }
   return pairsOf(paced.acks, collected.arrivals, bench.options.subscribers);
 }
 
@@ -121,7 +127,7 @@ async function measure(bench: Bench, subs: Subscribers, system: System, access: 
   const rssWithoutMb = rssMb(system.pid);
   await openAll(subs, system, access, subscribers, notes);
   let phase = 0;
-  await pacedPhase(bench, subs, system, access, 1, phase++, notes);
+  await pacedPhase(bench, subs, system, access, 1, phase++, notes, true);
   await loadedPhase(bench, subs, withStreams, WARMUP_S, notes, true);
   const pairs: PhasePairs[] = [];
   const rssWithMb: number[] = [];

@@ -1,6 +1,6 @@
 // npm run bench [-- --postgres postgres://…] [--rounds 3] [--duration 8] [--baseline DIR] [--profile DIR] [--keep]
-//                 [--only list,create,scale,mix,webhooks,jwt,metrics,scale-out] [--mix-only] [--webhooks-only] [--jwt-only] [--metrics-only]
-//                 [--instances 1,2,4] [--pool-size N]
+//                 [--only list,create,scale,mix,webhooks,jwt,metrics,scale-out,feed] [--mix-only] [--webhooks-only] [--jwt-only] [--metrics-only]
+//                 [--instances 1,2,4] [--pool-size N] [--subscribers 1000] [--feed-rate 50]
 //
 // Loads each system on loopback with wrk and prints one table: requests/s, p50 and p99 latency, the
 // server's CPU time per request (and PostgreSQL's, for PostgreSQL rows), the ratio to the reference, and
@@ -13,6 +13,11 @@
 // --instances, a wrk process each, against as many bare servers, and prints a table of its own: × one
 // instance and efficiency. --pool-size is the instances' DATABASE_POOL_SIZE; PostgreSQL's max_connections
 // is checked against it before anything starts.
+//
+// --only feed opens --subscribers streams to GET /plants/events on one server (a bare fan-out, SQLite,
+// and PostgreSQL when it runs) and prints a table of its own: each event's time from its create's 200 to
+// every stream, at --feed-rate paced creates a second, and wrk's create rate with the streams open and
+// without them.
 //
 // This file is the runner: the flags, the scenarios and the order they run in, the rounds, the printed
 // table and notes. Each scenario is a file of scenarios/; what they share is in lib/.
@@ -30,12 +35,14 @@ import { firstIds, load, loadTogether } from './lib/load.js';
 import { auth, LIST_PATH } from './lib/requests.js';
 import { parseInstances, parsePoolSize } from './lib/scale-out.js';
 import { scrapeNote } from './lib/scrape.js';
+import { DEFAULT_FEED_RATE, DEFAULT_SUBSCRIBERS, parseFeedRate, parseSubscribers } from './lib/feed.js';
 import { dropPostgresSchema } from './lib/seed.js';
 import { stat } from './lib/stats.js';
 import { seedStores, storesNote, type Stores } from './lib/stores.js';
 import { freePort, peakRssMb, profileFlags, resetPeakRss, startPlantstore, type System } from './lib/systems.js';
 import { ensureWrk } from './lib/wrk.js';
 import { create } from './scenarios/create.js';
+import { feed } from './scenarios/feed.js';
 import { jwt } from './scenarios/jwt.js';
 import { list } from './scenarios/list.js';
 import { metrics } from './scenarios/metrics.js';
@@ -48,7 +55,9 @@ import { webhooks } from './scenarios/webhooks.js';
  * list: scenario 1 (its JWT row included); create: 2; scale: 3 (1M plants); webhooks: 4; mix: 5, the
  * realistic mix. Three more, never in the default set: jwt, scenario 1's opaque and JWT rows only; metrics,
  * scenarios 1 and 2 with metrics off and on only; scale-out, several instances on one PostgreSQL database
- * (PostgreSQL only, and minutes more for each N: the default run keeps its length).
+ * (PostgreSQL only, and minutes more for each N: the default run keeps its length); feed, a thousand
+ * streams of the live feed (three servers, three loads a round each: minutes more, and two file
+ * descriptors a stream).
  */
 const DEFAULT_SCENARIOS: readonly ScenarioName[] = ['list', 'create', 'scale', 'webhooks', 'mix'];
 
@@ -77,6 +86,9 @@ function parseOptions(): { options: Options; selected: Set<ScenarioName> } {
       // The scale-out scenario's numbers of instances (1 is added if missing) and their DATABASE_POOL_SIZE.
       instances: { type: 'string', default: '1,2,4' },
       'pool-size': { type: 'string' },
+      // The feed scenario's streams, and its paced creates a second.
+      subscribers: { type: 'string', default: String(DEFAULT_SUBSCRIBERS) },
+      'feed-rate': { type: 'string', default: String(DEFAULT_FEED_RATE) },
     },
   });
   const selected = new Set<ScenarioName>();
@@ -94,6 +106,7 @@ function parseOptions(): { options: Options; selected: Set<ScenarioName> } {
     rounds: Number(args.rounds), durationS: Number(args.duration), connections: Number(args.connections),
     postgresUrl, baseline: args.baseline, profile: args.profile, keep: args.keep,
     instances: parseInstances(args.instances), poolSize: parsePoolSize(args['pool-size'], process.env.DATABASE_POOL_SIZE),
+    subscribers: parseSubscribers(args.subscribers), feedRate: parseFeedRate(args['feed-rate']),
   };
   return { options, selected };
 }
@@ -101,7 +114,7 @@ function parseOptions(): { options: Options; selected: Set<ScenarioName> } {
 /**
  * The scenarios in the order they run. Webhooks first, on processes of their own. The fleet (the servers
  * of scenarios 1 and 2) serves list, jwt, metrics and create, and stops before scale-out and the mix,
- * which then have the CPU to themselves. jwt runs only without list, whose scenario has its rows.
+ * which then have the CPU to themselves, as the feed has. jwt runs only without list, whose scenario has its rows.
  * Scale-out's connection check comes before any seeding, so that a run it would refuse stops at once.
  */
 async function runScenarios(bench: Bench): Promise<Stores> {
@@ -115,6 +128,7 @@ async function runScenarios(bench: Bench): Promise<Stores> {
   if (bench.has('scale')) await scale(bench, stores);
   if (fleet && bench.has('create')) await create(bench, stores, fleet);
   await fleet?.stop();
+  if (bench.has('feed')) await feed(bench, stores);
   if (bench.has('scale-out')) await scaleOut(bench, stores);
   if (bench.has('mix')) await mix(bench);
   return stores;

@@ -4,7 +4,7 @@ import type { Scraper } from './scrape.js';
 import type { System } from './systems.js';
 
 /** The scenarios, in the order --only names them (run.ts runs them in its own order). */
-export const SCENARIO_NAMES = ['list', 'create', 'scale', 'webhooks', 'mix', 'jwt', 'metrics', 'scale-out'] as const;
+export const SCENARIO_NAMES = ['list', 'create', 'scale', 'webhooks', 'mix', 'jwt', 'metrics', 'scale-out', 'feed'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 /**
@@ -30,6 +30,10 @@ export interface Options {
   readonly instances: readonly number[];
   /** --pool-size: the scale-out instances' DATABASE_POOL_SIZE. */
   readonly poolSize: number;
+  /** --subscribers: the feed scenario's streams. */
+  readonly subscribers: number;
+  /** --feed-rate: the feed scenario's paced creates a second. */
+  readonly feedRate: number;
 }
 
 export type Kind = 'list' | 'create' | 'mix';
@@ -98,7 +102,7 @@ export interface Report {
   readonly rows: Row[];
   /** Scenario 4's table, printed apart. */
   readonly webhookRows: Row[];
-  /** Tables whose columns are not the rows' (the scale-out scenario's), after them. */
+  /** Tables whose columns are not the rows' (the scale-out and feed scenarios'), after them. */
   readonly tables: Table[];
   readonly webhookSummaries: string[];
   /** Every server with metrics on, and its scrapes. */

@@ -86,6 +86,18 @@ export async function dropPostgresSchema(baseUrl: string, schema: string): Promi
   await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).finally(() => admin.end());
 }
 
+/** Issues `count` more read-only tokens of `user` (the feed scenario's subscribers, within the streams allowed per token); returns their secrets. */
+export async function issueTokens(databaseUrl: string, count: number, user = BENCH_USER): Promise<string[]> {
+  const store = await openStore(parseDatabaseUrl(databaseUrl, process.cwd()), { logger: createLogger('silent'), poolSize: 1, startupTimeoutMs: 5000 });
+  try {
+    const secrets: string[] = [];
+    for (let i = 0; i < count; i++) secrets.push((await issueToken(store, { user, name: `feed ${i}`, scopes: ['plants:read'] })).secret);
+    return secrets;
+  } finally {
+    await store.close();
+  }
+}
+
 /** The same plants as a json-server database file (json-server needs a globally unique id). */
 export function writeJsonServerDb(path: string, plants: number): void {
   const rows = Array.from({ length: plants }, (_, i) => {

@@ -1,4 +1,4 @@
-// The stores of scenarios 1 to 4 and scale-out, seeded once per run: a small one (10k plants) and, for scenario 3, a
+// The stores of scenarios 1 to 4, scale-out and the feed, seeded once per run: a small one (10k plants) and, for scenario 3, a
 // large one (1M) on SQLite, the same on PostgreSQL when it runs, and copies of the small SQLite store so
 // that every server has a store of its own (same plants, same token).
 import { copyFileSync } from 'node:fs';
@@ -28,7 +28,7 @@ export interface Stores {
   readonly pgLarge: PgStore | undefined;
 }
 
-const usesSmall: readonly ScenarioName[] = ['list', 'create', 'scale', 'webhooks', 'jwt', 'metrics'];
+const usesSmall: readonly ScenarioName[] = ['list', 'create', 'scale', 'webhooks', 'jwt', 'metrics', 'feed'];
 // scale-out uses the small PostgreSQL store alone: its instances share one database, SQLite's cannot.
 const usesPostgres: readonly ScenarioName[] = ['list', 'create', 'scale', 'metrics', 'scale-out'];
 
@@ -41,8 +41,8 @@ export async function seedStores(bench: Bench): Promise<Stores> {
   const smallToken = needSmall ? await seedSqlite(small, SMALL) : '';
   const largeToken = bench.has('scale') ? await seedSqlite(large, LARGE) : '';
   if (needSmall) {
-    // Copies before the other user's endpoint: scenario 3 as it was, scenario 4's pair with none.
-    for (const copy of ['s3', 's3-nocache', 'wh0', 'wh1']) copyFileSync(small, `${small}.${copy}`);
+    // Copies before the other user's endpoint: scenario 3 as it was, scenario 4's pair with none, the feed's.
+    for (const copy of ['s3', 's3-nocache', 'wh0', 'wh1', 'feed']) copyFileSync(small, `${small}.${copy}`);
     await registerWebhook(`sqlite:${small}`, UNUSED_WEBHOOK_URL, WEBHOOK_OWNER);
     // One server per SQLite store: every other server gets a copy (same plants, same token).
     for (const copy of ['nocache', 'baseline', 'jwt', 'metrics']) copyFileSync(small, `${small}.${copy}`);

@@ -4,6 +4,7 @@ import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { rssMbOf } from './feed.js';
 import type { BareAnswers } from './requests.js';
 
 const root = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
@@ -88,6 +89,12 @@ export async function startBare(responses: BareAnswers, forward?: string): Promi
   return { name, url: `http://127.0.0.1:${match[1]}`, pid: child.pid as number, stop: stopper(child) };
 }
 
+/** The feed scenario's bound (bench/servers/bare-feed.mjs): answers each create at once and writes its event to every stream. */
+export async function startBareFeed(): Promise<System> {
+  const { child, match } = await spawnUntil('bare feed', [root('bench/servers/bare-feed.mjs')], {}, /\{"port":(\d+)\}/);
+  return { name: 'bare node:http fan-out', url: `http://127.0.0.1:${match[1]}`, pid: child.pid as number, stop: stopper(child) };
+}
+
 /** The webhook receiver (bench/servers/receiver.mjs): 200 to every delivery; `stats()` counts them. */
 export async function startReceiver(): Promise<System & { stats(): Promise<{ received: number; unique: number }> }> {
   const { child, match } = await spawnUntil('receiver', [root('bench/servers/receiver.mjs')], {}, /\{"port":(\d+)\}/);
@@ -132,6 +139,9 @@ export function peakRssMb(pid: number): number {
   const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1]);
   return Math.round(kb / 1024);
 }
+
+/** Resident memory of a process now, in MB (Linux /proc). */
+export const rssMb = (pid: number): number => rssMbOf(readFileSync(`/proc/${pid}/status`, 'utf8'));
 
 /** Resets the peak so the next reading covers one scenario only (Linux ≥ 4.0). */
 export function resetPeakRss(pid: number): void {

@@ -236,7 +236,7 @@ export const plantstore = fp(
         // Every method a route of the API answers: a browser refuses a method the preflight leaves out, with
         // nothing for the page to read (PATCH /webhooks/{id} was). test/api/security.test.ts checks it against /openapi.json.
         methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
-        allowedHeaders: ['Authorization', 'Content-Type'],
+        allowedHeaders: ['Authorization', 'Content-Type', 'Last-Event-ID'],
         exposedHeaders: ['Link', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'WWW-Authenticate'],
         maxAge: 600,
       });

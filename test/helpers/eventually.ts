@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
  * Past this, a condition is taken for a hang. It is far beyond what any condition in the suite needs on a
  * loaded machine, so only a real hang reaches it; a test's own timing promises are asserted by the test.
  */
-const HANG_MS = 120_000;
+export const HANG_MS = 120_000;
 
 /** How often a condition is looked at: often enough that a test waits little past the event. */
 const POLL_MS = 20;

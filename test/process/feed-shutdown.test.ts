@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { testDatabase } from '../helpers/app.js';
+import { cli } from '../helpers/cli.js';
+import { logLines, startServer } from '../helpers/process.js';
+import { subscribe } from '../helpers/sse.js';
+
+/** Long, so that a drain held by the streams would show: the process would exit only at this deadline. */
+const DRAIN_TIMEOUT_MS = 30_000;
+
+async function token(databaseUrl: string, user: string, ...flags: string[]): Promise<string> {
+  const res = await cli(['token', 'create', '--user', user, ...flags], { env: { DATABASE_URL: databaseUrl } });
+  assert.equal(res.code, 0, res.stderr);
+  return res.stdout.trim();
+}
+
+test('SIGTERM ends every open feed stream with end shutting-down, then the process exits 0, long before DRAIN_TIMEOUT', async (t) => {
+  const { url: databaseUrl } = await testDatabase(t);
+  const [alice, bob, admin] = [await token(databaseUrl, 'alice'), await token(databaseUrl, 'bob'), await token(databaseUrl, 'root', '--admin')];
+  const server = await startServer(t, { DATABASE_URL: databaseUrl, DRAIN_TIMEOUT: `${DRAIN_TIMEOUT_MS / 1000}s` });
+  const created = await fetch(`${server.url}/plants`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ id: 1, name: 'fern' }),
+  });
+  assert.equal(created.status, 200);
+  // Streams of several users, one resumed from before the create; each has its events so far, so each is live.
+  const streams = [
+    await subscribe(t, server.url, alice),
+    await subscribe(t, server.url, alice, { since: '0' }),
+    await subscribe(t, server.url, bob),
+    await subscribe(t, server.url, admin, { since: '0' }),
+  ].map(({ feed }) => feed);
+  assert.equal((await streams[1]!.next()).type, 'plant.created');
+  assert.equal((await streams[3]!.next()).type, 'plant.created');
+
+  /** What the test saw, in the order it saw it: each stream's end event and close, and the exit. */
+  const seen: string[] = [];
+  const signalled = performance.now();
+  server.child.kill('SIGTERM');
+  const exit = server.exited.then((code) => {
+    seen.push('exit');
+    return { code, ms: performance.now() - signalled };
+  });
+  const ended = await Promise.all(streams.map(async (feed, i) => {
+    const end = await feed.next();
+    seen.push(`end ${i}`);
+    const closed = await feed.closed;
+    return { end, closed, last: feed.received[feed.received.length - 1] };
+  }));
+  for (const [i, { end, closed, last }] of ended.entries()) {
+    assert.equal(end.type, 'end', `stream ${i}: ${JSON.stringify(end)}`);
+    const body = JSON.parse(end.data) as { reason: string; message: string };
+    assert.equal(body.reason, 'shutting-down', `stream ${i}`);
+    assert.equal(typeof body.message, 'string');
+    assert.equal(last, end, `stream ${i}: the end event is the last thing on it`);
+    // A process that exited, or was killed, with the stream open would cut it: this one the server ended.
+    assert.equal(closed.complete, true, `stream ${i}: the server ended the response`);
+  }
+
+  const { code, ms } = await exit;
+  t.diagnostic(`exited ${Math.round(ms)} ms after SIGTERM`);
+  assert.equal(code, 0, server.logs());
+  assert.deepEqual(seen.slice(-1), ['exit'], `the streams ended before the process exited: ${seen.join(', ')}`);
+  assert.ok(ms < DRAIN_TIMEOUT_MS / 2, `exited ${Math.round(ms)} ms after SIGTERM: the streams did not hold the drain to its deadline`);
+  assert.ok(!logLines(server.logs()).some((l) => /drain deadline/.test(l.msg)), 'no connection was left for the drain deadline to close');
+});

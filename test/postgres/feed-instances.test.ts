@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import net from 'node:net';
 import { test, type TestContext } from 'node:test';
+import { PlantStore, type FeedEvent } from '@plantstore/client';
 import { compareFeed, parseFeedId } from '../../src/domain/feed.js';
 import { webhookBody } from '../../src/domain/webhook.js';
 import { BACKEND, testDatabase } from '../helpers/app.js';
@@ -182,4 +185,86 @@ test('creates on both instances at once: readers on either see every acknowledge
   assertExactlyOnce(everyone.map(nameOf), [...acknowledged, ...bobsAcknowledged], 'the admin on a');
   assertIncreasing(everyone, 'the admin on a');
   assert.deepEqual(everyone.filter((e) => !nameOf(e).startsWith('bob')).map((e) => `${e.lastEventId} ${what(e)}`), onA.map((e) => `${e.lastEventId} ${what(e)}`));
+});
+
+/**
+ * A load balancer in front of `bases`, as deploy/'s nginx is: each connection goes to the first instance
+ * that accepts it. `seen` has the port of each connection's instance, in order.
+ */
+async function balancer(t: TestContext, bases: string[]): Promise<{ url: string; seen: number[] }> {
+  const ports = bases.map((base) => Number(new URL(base).port));
+  const seen: number[] = [];
+  const open = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    open.add(client);
+    client.on('close', () => open.delete(client));
+    client.on('error', () => undefined);
+    client.pause();
+    const attempt = (i: number): void => {
+      if (i === ports.length) return void client.destroy();
+      const upstream = net.connect(ports[i]!, '127.0.0.1');
+      upstream.once('error', () => attempt(i + 1));
+      upstream.once('connect', () => {
+        seen.push(ports[i]!);
+        open.add(upstream);
+        upstream.on('error', () => client.destroy());
+        upstream.on('close', () => {
+          open.delete(upstream);
+          client.destroy();
+        });
+        client.on('close', () => upstream.destroy());
+        client.pipe(upstream);
+        upstream.pipe(client);
+        client.resume();
+      });
+    };
+    attempt(0);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(async () => {
+    for (const socket of open) socket.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, seen };
+}
+
+test('the client\'s watchPlants behind a balancer goes on on the other instance when its own stops (SIGTERM), missing nothing', async (t) => {
+  const { a, b, alice } = await twoInstances(t);
+  const front = await balancer(t, [a.url, b.url]);
+  const controller = new AbortController();
+  t.after(() => controller.abort());
+  // A short wait before reconnecting (the server's retry: is 2 s), so that the test is quick.
+  const watch = new PlantStore({ baseUrl: front.url, token: alice, maxRetryDelayMs: 200 }).watchPlants({ signal: controller.signal });
+  const next = async (): Promise<FeedEvent> => {
+    const result = await watch.next();
+    assert.equal(result.done, false, 'the watch ended');
+    return result.value as FeedEvent;
+  };
+  assert.equal((await next()).type, 'ready');
+  const [portA, portB] = [a.url, b.url].map((base) => Number(new URL(base).port));
+  assert.deepEqual(front.seen, [portA], 'the watch is on a');
+
+  let running = true;
+  const writers = Promise.all(creators(3, b.url, alice, 'w', () => running, 1));
+  const events: FeedEvent[] = [];
+  const take = async (until: () => boolean): Promise<void> => {
+    while (!until()) events.push(await next());
+  };
+  await Promise.race([writers, take(() => events.length >= 10)]);
+  const stopped = a.stop('SIGTERM');
+  // The writers go on until the watch has carried twenty more of their creates, from b.
+  await Promise.race([writers, take(() => events.length >= 30)]);
+  running = false;
+  const acknowledged = await writers;
+  assert.equal(await stopped, 0);
+  await create(b.url, alice, 0, 'sentinel');
+  await take(() => events.at(-1)?.type === 'plant.created' && (events.at(-1) as { plant: { name: string } }).plant.name === 'sentinel');
+  controller.abort();
+
+  assert.deepEqual(front.seen.slice(1).filter((port) => port !== portB), [], `after a, only b: ${front.seen.join(', ')}`);
+  assert.ok(front.seen.length >= 2, 'the watch reconnected');
+  const plants = events.slice(0, -1);
+  assert.ok(plants.every((e) => e.type === 'plant.created'), 'one ready only, then creates');
+  assertExactlyOnce(plants.map((e) => (e as { plant: { name: string } }).plant.name), acknowledged, 'the watch, across the two instances');
 });

@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import net from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { PlantStore, type FeedEvent } from '@plantstore/client';
+import pg from 'pg';
 import { compareFeed, parseFeedId } from '../../src/domain/feed.js';
 import { webhookBody } from '../../src/domain/webhook.js';
-import { BACKEND, testDatabase } from '../helpers/app.js';
+import { adminSql, BACKEND, POSTGRES_URL, testDatabase } from '../helpers/app.js';
 import { cli } from '../helpers/cli.js';
+import { eventually } from '../helpers/eventually.js';
 import { startServer } from '../helpers/process.js';
 import { subscribe, type FeedReader, type ServerSentEvent } from '../helpers/sse.js';
 
@@ -185,6 +188,45 @@ test('creates on both instances at once: readers on either see every acknowledge
   assertExactlyOnce(everyone.map(nameOf), [...acknowledged, ...bobsAcknowledged], 'the admin on a');
   assertIncreasing(everyone, 'the admin on a');
   assert.deepEqual(everyone.filter((e) => !nameOf(e).startsWith('bob')).map((e) => `${e.lastEventId} ${what(e)}`), onA.map((e) => `${e.lastEventId} ${what(e)}`));
+});
+
+test('an event whose transaction commits after a later one is not skipped: readers wait for it, and get it first', async (t) => {
+  const { url: databaseUrl } = await testDatabase(t);
+  const alice = await token(databaseUrl, 'alice');
+  // a's connections carry a name of their own, to find its reads in pg_stat_activity.
+  const name = `feed_a_${randomBytes(4).toString('hex')}`;
+  const urlA = new URL(databaseUrl);
+  urlA.searchParams.set('application_name', name);
+  const [a, b] = await Promise.all([startServer(t, { DATABASE_URL: urlA.toString() }), startServer(t, { DATABASE_URL: databaseUrl })]);
+  const live = await subscribe(t, a.url, alice);
+
+  // A writer whose commit is held up (another instance, slow to commit): its transaction wrote alice's
+  // plant and event, as a create's statement does, before the next create began, and commits after it.
+  const slow = new pg.Client({ connectionString: databaseUrl });
+  await slow.connect();
+  t.after(() => slow.end());
+  await slow.query('BEGIN');
+  await slow.query(`INSERT INTO plants (owner, id, name) VALUES ('alice', 1, 'slow')`);
+  await slow.query(`INSERT INTO plant_events (owner, deleted, body) VALUES ('alice', false, $1)`, [webhookBody({ id: 1n, name: 'slow' })]);
+  await create(b.url, alice, 2, 'quick');
+  // a has been told of quick's commit; once a read of the log has begun since, quick was there to read.
+  const [since] = await adminSql(POSTGRES_URL as string, 'SELECT clock_timestamp()::text AS now');
+  await eventually(async () => {
+    const [reads] = await adminSql(
+      POSTGRES_URL as string,
+      `SELECT 1 FROM pg_stat_activity WHERE application_name = '${name}' AND query LIKE 'WITH s AS (SELECT pg_snapshot_xmin%' AND query_start > '${since?.rows[0]?.now}'`,
+    );
+    return reads?.rowCount ? true : undefined;
+  }, 'a to read the log after quick\'s commit');
+  // A stream opened now starts before the slow transaction's event too: its ready is where the log is final.
+  const opened = await subscribe(t, b.url, alice);
+  await slow.query('COMMIT');
+  await create(b.url, alice, 3, 'last');
+  for (const [which, { feed }] of [['live on a', live], ['opened on b while slow was held', opened]] as const) {
+    const events = await untilCreated(feed, 'last');
+    assert.deepEqual(events.map(what), [created(1, 'slow'), created(2, 'quick'), created(3, 'last')], which);
+    assertIncreasing(events, which);
+  }
 });
 
 /**

@@ -6,12 +6,13 @@ import { test, type TestContext } from 'node:test';
 import { PlantStore, type FeedEvent } from '@plantstore/client';
 import pg from 'pg';
 import { compareFeed, parseFeedId } from '../../src/domain/feed.js';
+import { REVOCATION_WITHIN_MS } from '../../src/domain/token.js';
 import { webhookBody } from '../../src/domain/webhook.js';
 import { adminSql, BACKEND, POSTGRES_URL, testDatabase } from '../helpers/app.js';
 import { cli } from '../helpers/cli.js';
 import { eventually } from '../helpers/eventually.js';
 import { startServer } from '../helpers/process.js';
-import { subscribe, type FeedReader, type ServerSentEvent } from '../helpers/sse.js';
+import { openFeed, subscribe, type FeedReader, type ServerSentEvent } from '../helpers/sse.js';
 
 if (BACKEND !== 'postgres') throw new Error('test/postgres/* needs PLANTSTORE_TEST_DATABASE_URL (npm test sets it)');
 
@@ -227,6 +228,33 @@ test('an event whose transaction commits after a later one is not skipped: reade
     assert.deepEqual(events.map(what), [created(1, 'slow'), created(2, 'quick'), created(3, 'last')], which);
     assertIncreasing(events, which);
   }
+});
+
+test('a token revoked through one instance ends its streams on the other with end token-revoked; the user\'s other token\'s stream goes on', async (t) => {
+  const { databaseUrl, a, b, alice } = await twoInstances(t);
+  const other = await token(databaseUrl, 'alice');
+  const revoked = await subscribe(t, b.url, alice);
+  const kept = await subscribe(t, b.url, other);
+  const listed = await fetch(`${a.url}/tokens`, { headers: { authorization: `Bearer ${alice}` } });
+  assert.equal(listed.status, 200);
+  const [first] = (await listed.json()) as Array<{ id: string }>; // alice's first token: this one
+  const started = performance.now();
+  const res = await fetch(`${a.url}/tokens/${first!.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${alice}` } });
+  assert.equal(res.status, 204);
+
+  const end = await revoked.feed.next();
+  const ms = performance.now() - started;
+  t.diagnostic(`ended ${Math.round(ms)} ms after the revocation`);
+  assert.equal(end.type, 'end');
+  assert.equal((JSON.parse(end.data) as { reason: string }).reason, 'token-revoked');
+  assert.equal((await revoked.feed.closed).complete, true);
+  // Loose: the promise is REVOCATION_WITHIN_MS; three times it only catches a check that is not made.
+  assert.ok(ms < 3 * REVOCATION_WITHIN_MS, `${Math.round(ms)} ms`);
+  const again = await openFeed(t, b.url, alice, { lastEventId: revoked.ready });
+  assert.equal(again.status, 401, await again.body());
+  // The other token's stream was not ended with it: it carries what comes next.
+  await create(a.url, other, 1, 'after');
+  assert.deepEqual((await kept.feed.next()).data, webhookBody({ id: 1n, name: 'after' }));
 });
 
 /**

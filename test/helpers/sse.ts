@@ -27,7 +27,7 @@ export interface FeedReader {
   readonly received: readonly ServerSentEvent[];
   /** The body of an answer other than 200 (an Error body), once it has all arrived. */
   body(): Promise<string>;
-  /** The next event not taken yet, waiting for it; rejects if the stream ends first. */
+  /** The next event not taken yet, waiting for it; rejects if the stream ends first. One wait at a time. */
   next(): Promise<ServerSentEvent>;
   /** Takes events until one that `until` accepts, which is the last of those returned. */
   takeUntil(until: (event: ServerSentEvent) => boolean): Promise<ServerSentEvent[]>;
@@ -84,6 +84,7 @@ export function openFeed(t: TestContext, base: string, token: string, { since, l
       const next = async (): Promise<ServerSentEvent> => {
         if (taken === received.length) {
           if (ended) throw new Error(`the stream ended before the next event: ${shown()}`);
+          if (wake !== undefined) throw new Error('a stream is read by one wait at a time');
           let hang: NodeJS.Timeout | undefined;
           try {
             await new Promise<void>((woken, hung) => {

@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import net from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { PlantStore, type FeedEvent } from '@plantstore/client';
 import pg from 'pg';
@@ -9,6 +7,7 @@ import { compareFeed, parseFeedId } from '../../src/domain/feed.js';
 import { REVOCATION_WITHIN_MS } from '../../src/domain/token.js';
 import { webhookBody } from '../../src/domain/webhook.js';
 import { adminSql, BACKEND, POSTGRES_URL, testDatabase } from '../helpers/app.js';
+import { balancer } from '../helpers/balancer.js';
 import { cli } from '../helpers/cli.js';
 import { eventually } from '../helpers/eventually.js';
 import { startServer } from '../helpers/process.js';
@@ -256,48 +255,6 @@ test('a token revoked through one instance ends its streams on the other with en
   await create(a.url, other, 1, 'after');
   assert.deepEqual((await kept.feed.next()).data, webhookBody({ id: 1n, name: 'after' }));
 });
-
-/**
- * A load balancer in front of `bases`, as deploy/'s nginx is: each connection goes to the first instance
- * that accepts it. `seen` has the port of each connection's instance, in order.
- */
-async function balancer(t: TestContext, bases: string[]): Promise<{ url: string; seen: number[] }> {
-  const ports = bases.map((base) => Number(new URL(base).port));
-  const seen: number[] = [];
-  const open = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    open.add(client);
-    client.on('close', () => open.delete(client));
-    client.on('error', () => undefined);
-    client.pause();
-    const attempt = (i: number): void => {
-      if (i === ports.length) return void client.destroy();
-      const upstream = net.connect(ports[i]!, '127.0.0.1');
-      upstream.once('error', () => attempt(i + 1));
-      upstream.once('connect', () => {
-        seen.push(ports[i]!);
-        open.add(upstream);
-        upstream.on('error', () => client.destroy());
-        upstream.on('close', () => {
-          open.delete(upstream);
-          client.destroy();
-        });
-        client.on('close', () => upstream.destroy());
-        client.pipe(upstream);
-        upstream.pipe(client);
-        client.resume();
-      });
-    };
-    attempt(0);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  t.after(async () => {
-    for (const socket of open) socket.destroy();
-    await new Promise((resolve) => server.close(resolve));
-  });
-  return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, seen };
-}
 
 test('the client\'s watchPlants behind a balancer goes on on the other instance when its own stops (SIGTERM), missing nothing', async (t) => {
   const { a, b, alice } = await twoInstances(t);

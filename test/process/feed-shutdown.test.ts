@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { test } from 'node:test';
 import { testDatabase } from '../helpers/app.js';
+import { HANG_MS } from '../helpers/eventually.js';
 import { cli } from '../helpers/cli.js';
 import { logLines, startServer } from '../helpers/process.js';
 import { subscribe } from '../helpers/sse.js';
@@ -64,4 +67,45 @@ test('SIGTERM ends every open feed stream with end shutting-down, then the proce
   assert.deepEqual(seen.slice(-1), ['exit'], `the streams ended before the process exited: ${seen.join(', ')}`);
   assert.ok(ms < DRAIN_TIMEOUT_MS / 2, `exited ${Math.round(ms)} ms after SIGTERM: the streams did not hold the drain to its deadline`);
   assert.ok(!logLines(server.logs()).some((l) => /drain deadline/.test(l.msg)), 'no connection was left for the drain deadline to close');
+});
+
+test('during the drain, a stream asked for on a connection still open is ended at once and its connection closed: a client reconnecting at once cannot hold the drain', { timeout: HANG_MS }, async (t) => {
+  const { url: databaseUrl } = await testDatabase(t);
+  const alice = await token(databaseUrl, 'alice');
+  const server = await startServer(t, { DATABASE_URL: databaseUrl, DRAIN_TIMEOUT: `${DRAIN_TIMEOUT_MS / 1000}s` });
+  const { port } = new URL(server.url);
+  // One keep-alive connection, on which the client asks for the stream again as soon as one ends, without
+  // the retry wait: a client in a hurry, or many clients behind one proxy connection.
+  const socket = connect(Number(port), '127.0.0.1');
+  t.after(() => socket.destroy());
+  socket.on('error', () => undefined);
+  await once(socket, 'connect');
+  const ask = () => socket.write(`GET /plants/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice}\r\nAccept: text/event-stream\r\n\r\n`);
+  const answers: string[] = [];
+  let current = '';
+  let opened!: () => void;
+  const first = new Promise<void>((resolve) => (opened = resolve));
+  socket.setEncoding('utf8').on('data', (d: string) => {
+    current += d;
+    if (current.includes('event: ready')) opened();
+    // An answer is complete at its last chunk; the client asks again at once.
+    if (!current.endsWith('\r\n0\r\n\r\n')) return;
+    answers.push(current);
+    current = '';
+    ask();
+  });
+  ask();
+  await first;
+  const signalled = performance.now();
+  server.child.kill('SIGTERM');
+  await once(socket, 'close');
+  const { code, ms } = await server.exited.then((c) => ({ code: c, ms: performance.now() - signalled }));
+  t.diagnostic(`${answers.length} answers on the connection; exited ${Math.round(ms)} ms after SIGTERM`);
+  assert.equal(code, 0);
+  // The stream open at the signal, then the one asked for during the drain, which closed the connection.
+  assert.equal(answers.length, 2, answers.join('\n----\n'));
+  for (const answer of answers) assert.match(answer, /^HTTP\/1\.1 200 [^]*\nevent: end\ndata: \{"reason":"shutting-down"/);
+  // Fastify marks every answer of a closing app so (the stream's headers, written by hand, take it over).
+  assert.match(answers[1]!, /^connection: close\r$/im, 'the answer during the drain says Connection: close, as every other does');
+  assert.ok(ms < DRAIN_TIMEOUT_MS / 2, `exited ${Math.round(ms)} ms after SIGTERM`);
 });

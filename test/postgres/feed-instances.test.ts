@@ -9,7 +9,7 @@ import { webhookBody } from '../../src/domain/webhook.js';
 import { adminSql, BACKEND, POSTGRES_URL, testDatabase } from '../helpers/app.js';
 import { balancer } from '../helpers/balancer.js';
 import { cli } from '../helpers/cli.js';
-import { eventually } from '../helpers/eventually.js';
+import { eventually, HANG_MS } from '../helpers/eventually.js';
 import { startServer } from '../helpers/process.js';
 import { openFeed, subscribe, type FeedReader, type ServerSentEvent } from '../helpers/sse.js';
 
@@ -256,7 +256,7 @@ test('a token revoked through one instance ends its streams on the other with en
   assert.deepEqual((await kept.feed.next()).data, webhookBody({ id: 1n, name: 'after' }));
 });
 
-test('the client\'s watchPlants behind a balancer goes on on the other instance when its own stops (SIGTERM), missing nothing', async (t) => {
+test('the client\'s watchPlants behind a balancer goes on on the other instance when its own stops (SIGTERM), missing nothing', { timeout: HANG_MS }, async (t) => {
   const { a, b, alice } = await twoInstances(t);
   const front = await balancer(t, [a.url, b.url]);
   const controller = new AbortController();

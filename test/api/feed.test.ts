@@ -153,6 +153,11 @@ test('a since or Last-Event-ID that is not an event id is refused with 400 40009
     assertRefusal(await refusal(t, app, { token: alice, since: text }), 400, 40009, `since=${text}`);
     if (text !== '') assertRefusal(await refusal(t, app, { token: alice, lastEventId: text }), 400, 40009, `Last-Event-ID: ${text}`);
   }
+  // What the query's schema refuses is no event id either: the same answer as the header's.
+  for (const since of ['1'.repeat(42), '1&since=2']) {
+    assertRefusal(await refusal(t, app, { token: alice, since }), 400, 40009, `since=${since}`);
+  }
+  assertRefusal(await refusal(t, app, { token: alice, lastEventId: '1'.repeat(42) }), 400, 40009, 'Last-Event-ID of 42 digits');
   // The largest of each part is one.
   const largest = await openFeed(t, app, { token: alice, since: '18446744073709551615-9223372036854775807' });
   assertRefusal(await largest.answer(), 410, 41000, 'a well-formed id past the log\'s end');

@@ -3,8 +3,8 @@ import { compareFeed, type FeedPosition } from '../domain/feed.js';
 import type { FeedStore } from '../store/store.js';
 import { eventText, FeedStream, type EndReason } from './stream.js';
 
-/** Events per read of the log. */
-const PAGE = 500;
+/** Events per read of the log: one write to a stream carries at most this many. */
+export const READ_PAGE = 500;
 /** The hub reads again this often while it feeds streams, for what a lost notification would miss. */
 const POLL_MS = 1000;
 /**
@@ -171,11 +171,11 @@ export class FeedHub {
         this.#head ??= until;
         if (compareFeed(stream.cursor, this.#head) >= 0) break;
         const target = this.#head;
-        const read = await this.#feed.readFeed(stream.cursor, PAGE, stream.owner, target);
+        const read = await this.#feed.readFeed(stream.cursor, READ_PAGE, stream.owner, target);
         if (stream.ended) return;
         const sent = stream.send(read.events, read.events.map(eventText));
         if (sent > 0) this.#observer?.sent(sent);
-        if (read.events.length < PAGE) stream.reached(target);
+        if (read.events.length < READ_PAGE) stream.reached(target);
         if (this.#head === undefined) this.#head = stream.cursor;
       }
       stream.live = true;
@@ -216,7 +216,7 @@ export class FeedHub {
         this.#again = false;
         const from = this.#head;
         if (from === undefined) return;
-        const read = await this.#feed.readFeed(from, PAGE, null);
+        const read = await this.#feed.readFeed(from, READ_PAGE, null);
         // The last live stream may have gone while it read, and another started over from a newer head.
         if (this.#head !== from) {
           this.#again = this.#live.size > 0;
@@ -233,7 +233,7 @@ export class FeedHub {
           const took = performance.now() - started;
           this.#quietUntil = performance.now() + Math.min(MAX_GAP_MS, GAP_FACTOR * took);
         }
-        if (read.events.length === PAGE) this.#again = true;
+        if (read.events.length === READ_PAGE) this.#again = true;
         else if (read.settledBefore <= this.#wanted) this.#later();
         else this.#retryMs = FIRST_RETRY_MS;
         // What is left after a fan-out waits for its gap: #pull, after this read, schedules it.

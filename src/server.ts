@@ -243,7 +243,7 @@ export async function serve(config: Config, logger: Logger): Promise<FastifyInst
     /** Settles when webhook delivery has stopped; the store closes after it. */
     let webhooksStopped = Promise.resolve();
     // buildApp's two steps, with a hook between them.
-    const options: AppOptions = { ...config, store, logger, onWebhookDeleted: webhooks.endpointDeleted };
+    const options: AppOptions = { ...config, store, logger, onWebhookDeleted: webhooks.endpointDeleted, feedObserver: metrics?.feedObserver };
     const app = createApp(options);
     // Webhook delivery stops claiming as the drain begins and winds down during it, not after it: both end
     // by the drain deadline. preClose hooks run one after the other, each once the one before is done, so

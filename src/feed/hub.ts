@@ -3,8 +3,8 @@ import { compareFeed, type FeedPosition } from '../domain/feed.js';
 import type { FeedStore } from '../store/store.js';
 import { eventText, FeedStream, type EndReason } from './stream.js';
 
-/** Events per read of the log. */
-const PAGE = 500;
+/** Events per read of the log: one write to a stream carries at most this many. */
+export const READ_PAGE = 500;
 /** The hub reads again this often while it feeds streams, for what a lost notification would miss. */
 const POLL_MS = 1000;
 /**
@@ -12,6 +12,14 @@ const POLL_MS = 1000;
  * read again after this, doubling up to the poll.
  */
 const FIRST_RETRY_MS = 2;
+/**
+ * Writing to every stream costs the event loop a system call per stream, which it takes from the
+ * requests: after a fan-out that took T, the next waits GAP_FACTOR × T (at most MAX_GAP_MS), so that
+ * under a stream of creates the fan-outs take a bounded share of the loop and each carries more events.
+ * A change after a quiet moment is sent at once.
+ */
+const GAP_FACTOR = 3;
+const MAX_GAP_MS = 25;
 /** Tokens of open streams are checked again this often: a revoked one is refused within REVOCATION_WITHIN_MS. */
 const RECHECK_MS = 1000;
 /** The retention's sweep runs this often (it marks where the log ends, and removes what is older than kept). */
@@ -65,6 +73,9 @@ export class FeedHub {
   #again = false;
   #retryMs = FIRST_RETRY_MS;
   #retry: NodeJS.Timeout | undefined;
+  /** No fan-out before this (performance.now()): see GAP_FACTOR. */
+  #quietUntil = 0;
+  #gap: NodeJS.Timeout | undefined;
   readonly #timers: NodeJS.Timeout[] = [];
   #listening = false;
   #closed = false;
@@ -141,6 +152,7 @@ export class FeedHub {
     this.#closed = true;
     for (const timer of this.#timers) clearInterval(timer);
     clearTimeout(this.#retry);
+    clearTimeout(this.#gap);
     for (const stream of [...this.#streams]) stream.end('shutting-down');
   }
 
@@ -159,11 +171,11 @@ export class FeedHub {
         this.#head ??= until;
         if (compareFeed(stream.cursor, this.#head) >= 0) break;
         const target = this.#head;
-        const read = await this.#feed.readFeed(stream.cursor, PAGE, stream.owner, target);
+        const read = await this.#feed.readFeed(stream.cursor, READ_PAGE, stream.owner, target);
         if (stream.ended) return;
         const sent = stream.send(read.events, read.events.map(eventText));
         if (sent > 0) this.#observer?.sent(sent);
-        if (read.events.length < PAGE) stream.reached(target);
+        if (read.events.length < READ_PAGE) stream.reached(target);
         if (this.#head === undefined) this.#head = stream.cursor;
       }
       stream.live = true;
@@ -183,9 +195,18 @@ export class FeedHub {
       return;
     }
     if (this.#live.size === 0 || this.#head === undefined || this.#closed) return;
+    const wait = this.#quietUntil - performance.now();
+    if (wait > 0) {
+      this.#gap ??= setTimeout(() => {
+        this.#gap = undefined;
+        this.#pull();
+      }, Math.ceil(wait));
+      return;
+    }
     this.#reading = true;
     void this.#read().finally(() => {
       this.#reading = false;
+      if (this.#again) this.#pull();
     });
   }
 
@@ -195,7 +216,7 @@ export class FeedHub {
         this.#again = false;
         const from = this.#head;
         if (from === undefined) return;
-        const read = await this.#feed.readFeed(from, PAGE, null);
+        const read = await this.#feed.readFeed(from, READ_PAGE, null);
         // The last live stream may have gone while it read, and another started over from a newer head.
         if (this.#head !== from) {
           this.#again = this.#live.size > 0;
@@ -203,16 +224,20 @@ export class FeedHub {
         }
         const last = read.events[read.events.length - 1];
         if (last !== undefined) {
+          const started = performance.now();
           const texts = read.events.map(eventText);
           let sent = 0;
           for (const stream of this.#live) sent += stream.send(read.events, texts);
           if (sent > 0) this.#observer?.sent(sent);
           this.#head = last.at;
+          const took = performance.now() - started;
+          this.#quietUntil = performance.now() + Math.min(MAX_GAP_MS, GAP_FACTOR * took);
         }
-        if (read.events.length === PAGE) this.#again = true;
+        if (read.events.length === READ_PAGE) this.#again = true;
         else if (read.settledBefore <= this.#wanted) this.#later();
         else this.#retryMs = FIRST_RETRY_MS;
-      } while (this.#again && this.#live.size > 0);
+        // What is left after a fan-out waits for its gap: #pull, after this read, schedules it.
+      } while (this.#again && this.#live.size > 0 && performance.now() >= this.#quietUntil);
     } catch (error) {
       this.#log.warn({ err: error }, 'reading the feed failed; reading again shortly');
       this.#retryMs = POLL_MS;

@@ -12,8 +12,9 @@ const END_MESSAGES: Record<EndReason, string> = {
 
 /**
  * Bytes a stream may have written and not yet taken by its client: past it the client is a slow reader,
- * sent its last event and closed (it resumes with its last id). This bounds the server's memory per
- * stream whatever the client does; the kernel's socket buffers come before it.
+ * sent its last event and closed (it resumes with its last id). So the server holds for a stream at most
+ * this plus one write (one read of the log, READ_PAGE events in hub.ts), whatever the client does; the
+ * kernel's socket buffers come before it.
  */
 export const STREAM_BUFFER_BYTES = 256 * 1024;
 /** A stream ended but not taken by its client within this is cut. */

@@ -103,6 +103,27 @@ export const METRIC_FAMILIES: readonly MetricFamilyRow[] = [
       'How long the oldest of them has waited (0 when none is): the backlog alert\'s measure',
   },
   {
+    names: ['plantstore_feed_streams'],
+    type: 'gauge',
+    labels: [],
+    meaning:
+      'Live feed streams (`GET /plants/events`) open on this instance; FEED_MAX_STREAMS is its bound',
+  },
+  {
+    names: ['plantstore_feed_streams_ended_total'],
+    type: 'counter',
+    labels: ['reason'],
+    meaning:
+      'Streams ended, by reason: `client` (it went away), `slow-reader` (it did not read fast enough), `shutting-down`, `token-revoked`',
+  },
+  {
+    names: ['plantstore_feed_events_sent_total'],
+    type: 'counter',
+    labels: [],
+    meaning:
+      'Events written to streams, one per stream an event went to',
+  },
+  {
     names: ['plantstore_build_info'],
     type: 'gauge',
     labels: ['version', 'backend'],

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import type { FeedObserver } from '../feed/hub.js';
 import type { ListCacheStats, PoolStats, Store, StoreObserver, WebhookBacklog } from '../store/store.js';
 import { HotHistogram } from './histogram.js';
 import { HttpRequests } from './requests.js';
@@ -61,6 +62,9 @@ export class Metrics {
   readonly #operations: HotHistogram<'operation' | 'backend'>;
   readonly #batches: HotHistogram<'backend'>;
   readonly #deliveries: Counter<'result'>;
+  readonly #streams: Gauge;
+  readonly #streamsEnded: Counter<'reason'>;
+  readonly #feedEvents: Counter;
   readonly #storeUp: Gauge;
   readonly #pending: Gauge;
   readonly #oldest: Gauge;
@@ -104,6 +108,22 @@ export class Metrics {
       labelNames: ['result'],
       registers,
     });
+    this.#streams = new Gauge({
+      name: `${PREFIX}feed_streams`,
+      help: 'Live feed streams (GET /plants/events) open on this instance',
+      registers,
+    });
+    this.#streamsEnded = new Counter({
+      name: `${PREFIX}feed_streams_ended_total`,
+      help: 'Live feed streams ended, by reason: client (it closed), slow-reader, shutting-down, token-revoked',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.#feedEvents = new Counter({
+      name: `${PREFIX}feed_events_sent_total`,
+      help: 'Events written to live feed streams (one per stream an event is sent on)',
+      registers,
+    });
     this.#storeUp = new Gauge({
       name: `${PREFIX}store_up`,
       help: `1 when the store answered this scrape's readiness check (as /readyz) within ${SCRAPE_STORE_TIMEOUT_MS / 1000} s, else 0`,
@@ -134,6 +154,16 @@ export class Metrics {
 
   readonly deliveryObserver: DeliveryObserver = {
     attempted: (outcome) => this.#deliveries.inc({ result: outcome }),
+  };
+
+  /** What the live feed tells (src/feed/hub.ts). */
+  readonly feedObserver: FeedObserver = {
+    opened: () => this.#streams.inc(),
+    ended: (reason) => {
+      this.#streams.dec();
+      this.#streamsEnded.inc({ reason });
+    },
+    sent: (events) => this.#feedEvents.inc(events),
   };
 
   /**

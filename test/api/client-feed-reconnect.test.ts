@@ -103,6 +103,18 @@ test('a 503 is retried after its Retry-After, at most `retries` times in a row: 
   assert.equal(long.seen.length, 1);
 });
 
+test('on a reconnect, a 429 42902 (the stream just lost still counted) is retried as a 503 is; on the first attempt it is thrown', async (t) => {
+  const limited = refusal(429, 42902, { 'retry-after': '0' });
+  const proxy = await standIn(t, {
+    steps: [stream(ready('1'), created('2', '{"id":2,"name":"a"}')), limited, stream(ready('2'), created('3', '{"id":3,"name":"b"}'), end('token-revoked'))],
+    then: refusal(401, 40101),
+  });
+  const { events, error } = await drain(new PlantStore({ baseUrl: proxy.url, token: 'pst_x', retries: 2 }).watchPlants());
+  assert.deepEqual(events.map((e) => e.id), ['1', '2', '3']);
+  await apiError(Promise.reject(error), { status: 401, error: 40101 });
+  assert.deepEqual(proxy.seen.map((s) => s.url), ['/plants/events', '/plants/events?since=2', '/plants/events?since=2', '/plants/events?since=3']);
+});
+
 test('a network failure is retried with a backoff, then thrown as status 0 with its cause', async () => {
   const feed = new PlantStore({ baseUrl: await nothingListening(), token: 'pst_x', retries: 1 }).watchPlants();
   const failure = await apiError(feed.next(), { status: 0, error: 0, message: /^network failure: fetch failed \(ECONNREFUSED\)$/ });

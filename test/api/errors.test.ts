@@ -61,6 +61,9 @@ test('every row of the error table is produced by some request, with the Error b
     [ERRORS.invalidTokenRequest, { method: 'POST', url: '/tokens', headers: { ...bearer(root), ...json }, payload: '{"user":"bob","expiresIn":"1w"}' }],
     [ERRORS.adminRequired, { method: 'POST', url: '/tokens', headers: { ...bearer(alice), ...json }, payload: '{"user":"bob"}' }],
     [ERRORS.tokenNotFound, { method: 'DELETE', url: '/tokens/999', headers: bearer(alice) }],
+    // The feed's refusals come before its stream starts (test/api/feed.test.ts streams for real).
+    [ERRORS.invalidEventId, { method: 'GET', url: '/plants/events?since=yesterday', headers: bearer(alice) }],
+    [ERRORS.feedExpired, { method: 'GET', url: '/plants/events', headers: { ...bearer(alice), 'last-event-id': '18446744073709551615-1' } }],
   ];
   for (const [row, options] of injected) {
     const res = await app.inject(options);
@@ -83,6 +86,13 @@ test('every row of the error table is produced by some request, with the Error b
   await limited.app.inject({ method: 'GET', url: '/plants', headers: bearer('pst_wrong1'), remoteAddress: '192.0.2.7' });
   const overFailures = await limited.app.inject({ method: 'GET', url: '/plants', headers: bearer('pst_wrong2'), remoteAddress: '192.0.2.7' });
   expectRow(ERRORS.authFailuresLimited, overFailures.statusCode, errorBody(overFailures), 'second failure within a 1/minute limit');
+
+  // The feed's limits, here none at all: FEED_MAX_STREAMS per instance, then FEED_MAX_STREAMS_PER_TOKEN.
+  for (const [row, limits] of [[ERRORS.feedFull, { feedMaxStreams: 0 }], [ERRORS.tooManyStreams, { feedMaxStreamsPerToken: 0 }]] as const) {
+    const noStreams = await testApp(t, limits);
+    const refused = await noStreams.app.inject({ method: 'GET', url: '/plants/events', headers: bearer(await noStreams.token('dave')) });
+    expectRow(row, refused.statusCode, errorBody(refused), `a stream over ${JSON.stringify(limits)}`);
+  }
 
   // WEBHOOK_MAX_PER_USER endpoints, then 409; WEBHOOK_MAX_QUEUED_PER_USER events queued by operations, then 409.
   const oneHook = await testApp(t, { webhookMaxPerUser: 1, webhookMaxQueuedPerUser: 1 });

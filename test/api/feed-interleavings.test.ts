@@ -6,7 +6,7 @@ import type { NewPlant } from '../../src/domain/plant.js';
 import { webhookBody } from '../../src/domain/webhook.js';
 import { bearer, create } from '../helpers/app.js';
 import { served } from '../helpers/client.js';
-import { subscribe, type FeedReader, type ServerSentEvent } from '../helpers/sse.js';
+import { subscribe, type EventStream, type ServerSentEvent } from '../helpers/sse.js';
 
 /**
  * The feed's promise to a client that drops and resumes, checked over random interleavings: whatever the
@@ -57,10 +57,10 @@ test('a client reconnecting at random moments receives exactly its user\'s commi
       /** What the streams closed so far carried, end to end (plant events only). */
       const carried: ServerSentEvent[] = [];
 
-      let { feed, ready } = await subscribe(t, url, tokens.mine);
+      let { feed, ready } = await subscribe(t, url, { token: tokens.mine });
       const firstReady = ready;
       /** The plant events `feed` brought (its ready first is checked when it opens). */
-      const plantEvents = (reader: FeedReader) => reader.received.slice(1);
+      const plantEvents = (reader: EventStream) => reader.events.slice(1);
       const untilCount = (n: number) => feed.takeUntil(() => carried.length + plantEvents(feed).length >= n);
 
       /** The write in flight, if any; its failure is the run's, when it is awaited. */
@@ -106,7 +106,7 @@ test('a client reconnecting at random moments receives exactly its user\'s commi
           const last = feed.lastEventId;
           feed.close();
           const from = o.with === 'header' ? { lastEventId: last } : o.with === 'since' ? { since: last } : { lastEventId: last, since: firstReady };
-          ({ feed, ready } = await subscribe(t, url, tokens.mine, from));
+          ({ feed, ready } = await subscribe(t, url, { token: tokens.mine, ...from }));
           assert.equal(ready, last, 'ready names where the stream continues');
         }
       }

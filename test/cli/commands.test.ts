@@ -131,7 +131,7 @@ test('migrate says which migrations it applied, and that none were pending when 
   const env = { DATABASE_URL: (await testDatabase(t)).url };
   const first = await cli(['migrate'], { env });
   assert.equal(first.code, 0, first.stderr);
-  assert.match(first.stdout, /^Applied migrations 001_init, 002_\w+, 003_\w+, 004_webhooks, 005_\w+, 006_list_indexes_covering, 007_token_id_bound, 008_webhook_event_owner, 009_webhook_operations, 010_webhook_operation_bound; the (sqlite|postgres) store is up to date\.\n$/);
+  assert.match(first.stdout, /^Applied migrations 001_init, 002_\w+, 003_\w+, 004_webhooks, 005_\w+, 006_list_indexes_covering, 007_token_id_bound, 008_webhook_event_owner, 009_webhook_operations, 010_webhook_operation_bound, 011_plant_feed; the (sqlite|postgres) store is up to date\.\n$/);
   const again = await cli(['migrate'], { env });
   assert.equal(again.code, 0, again.stderr);
   assert.match(again.stdout, /^No migrations were pending; the (sqlite|postgres) store is up to date\.\n$/);

@@ -28,6 +28,11 @@ const OPERATIONS: Record<string, { operationId: string; tag: string; security: u
     operationId: 'listPlants', tag: 'plants', security: TOKEN,
     statuses: ['200', '400', '401', '403', '408', '414', '417', '429', '431', '500', '503'],
   },
+  // A stream: no body is read; 410 for a resume point the feed no longer keeps, 429 and 503 for its limits too.
+  'GET /plants/events': {
+    operationId: 'watchPlants', tag: 'plants', security: TOKEN,
+    statuses: ['200', '400', '401', '403', '408', '410', '414', '417', '429', '431', '500', '503'],
+  },
   'DELETE /plants/{id}': {
     operationId: 'deletePlant', tag: 'plants', security: TOKEN,
     statuses: ['204', '400', '401', '403', '404', '408', '413', '414', '415', '417', '429', '431', '500', '503'],
@@ -102,7 +107,7 @@ test('GET /openapi.json needs no token and describes the API as OpenAPI 3.1, ver
     assert.equal(scheme.scheme, 'bearer');
   }
   assert.deepEqual(Object.keys(doc.paths).sort(), [
-    '/healthz', '/openapi.json', '/plants', '/plants/{id}', '/readyz', '/tokens', '/tokens/{id}', '/webhooks', '/webhooks/{id}',
+    '/healthz', '/openapi.json', '/plants', '/plants/events', '/plants/{id}', '/readyz', '/tokens', '/tokens/{id}', '/webhooks', '/webhooks/{id}',
     '/webhooks/{id}/deliveries', '/webhooks/{id}/deliveries/{eventId}/resend', '/webhooks/{id}/recover', '/webhooks/{id}/rotate-secret',
     '/webhooks/{id}/test',
   ]);

@@ -16,7 +16,7 @@ test('kill -9 under creates, then a restart: a client resumes from its last id a
   assert.equal(created.code, 0, created.stderr);
   const token = created.stdout.trim();
   const first = await startServer(t, { DATABASE_URL: databaseUrl });
-  const { feed: before } = await subscribe(t, first.url, token);
+  const { feed: before } = await subscribe(t, first.url, { token });
 
   /** Per writer: the creates answered 200, in order, and the one in flight when the process went, if any. */
   const writers = Array.from({ length: WRITERS }, async (_, w) => {
@@ -35,15 +35,15 @@ test('kill -9 under creates, then a restart: a client resumes from its last id a
     }
   });
   // Killed once the stream has carried some creates, the writers still going: some creates are half done.
-  await Promise.race([Promise.all(writers), before.takeUntil(() => before.received.length > 10)]);
+  await Promise.race([Promise.all(writers), before.takeUntil(() => before.events.length > 10)]);
   first.child.kill('SIGKILL');
   const written = await Promise.all(writers);
-  assert.equal((await before.closed).complete, false, 'the stream was cut');
+  assert.equal(await before.finished, 'cut', 'the stream was cut');
 
   const second = await startServer(t, { DATABASE_URL: databaseUrl });
   const last = before.lastEventId;
   // Every id the first process sent is still the log's: the restarted one continues after it (not 410).
-  const { feed: after, ready } = await subscribe(t, second.url, token, { lastEventId: last });
+  const { feed: after, ready } = await subscribe(t, second.url, { token, lastEventId: last });
   assert.equal(ready, last);
   const res = await fetch(`${second.url}/plants`, {
     method: 'POST',
@@ -53,7 +53,7 @@ test('kill -9 under creates, then a restart: a client resumes from its last id a
   assert.equal(res.status, 200);
   await after.takeUntil((e) => e.type === 'plant.created' && nameOf(e) === 'sentinel');
 
-  const events = [...before.received.slice(1), ...after.received.slice(1, -1)];
+  const events = [...before.events.slice(1), ...after.events.slice(1, -1)];
   assert.ok(events.every((e) => e.type === 'plant.created'), JSON.stringify(events));
   const names = events.map(nameOf);
   assert.equal(new Set(names).size, names.length, 'no create twice');

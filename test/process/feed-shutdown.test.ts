@@ -29,10 +29,10 @@ test('SIGTERM ends every open feed stream with end shutting-down, then the proce
   assert.equal(created.status, 200);
   // Streams of several users, one resumed from before the create; each has its events so far, so each is live.
   const streams = [
-    await subscribe(t, server.url, alice),
-    await subscribe(t, server.url, alice, { since: '0' }),
-    await subscribe(t, server.url, bob),
-    await subscribe(t, server.url, admin, { since: '0' }),
+    await subscribe(t, server.url, { token: alice }),
+    await subscribe(t, server.url, { token: alice, since: '0' }),
+    await subscribe(t, server.url, { token: bob }),
+    await subscribe(t, server.url, { token: admin, since: '0' }),
   ].map(({ feed }) => feed);
   assert.equal((await streams[1]!.next()).type, 'plant.created');
   assert.equal((await streams[3]!.next()).type, 'plant.created');
@@ -54,8 +54,8 @@ test('SIGTERM ends every open feed stream with end shutting-down, then the proce
     assert.deepEqual(taken.map((e) => e.data), i === 0 ? taken.map(() => '{"id":1,"name":"fern"}') : [], `stream ${i}`);
     assert.ok(taken.length <= 1, `stream ${i}`);
     seen.push(`end ${i}`);
-    const closed = await feed.closed;
-    return { end, closed, last: feed.received[feed.received.length - 1] };
+    const closed = await feed.finished;
+    return { end, closed, last: feed.events[feed.events.length - 1] };
   }));
   for (const [i, { end, closed, last }] of ended.entries()) {
     assert.equal(end.type, 'end', `stream ${i}: ${JSON.stringify(end)}`);
@@ -64,7 +64,7 @@ test('SIGTERM ends every open feed stream with end shutting-down, then the proce
     assert.equal(typeof body.message, 'string');
     assert.equal(last, end, `stream ${i}: the end event is the last thing on it`);
     // A process that exited, or was killed, with the stream open would cut it: this one the server ended.
-    assert.equal(closed.complete, true, `stream ${i}: the server ended the response`);
+    assert.equal(closed, 'ended', `stream ${i}: the server ended the response`);
   }
 
   const { code, ms } = await exit;

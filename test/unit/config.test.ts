@@ -26,6 +26,10 @@ test('defaults: port 8080 on 127.0.0.1, info logs, ./data/plantstore.db, rate li
     maxConnectionsPerAddress: 256,
     requestTimeoutMs: 30_000,
     drainTimeoutMs: 10_000,
+    feedRetentionMs: 86_400_000,
+    feedHeartbeatMs: 15_000,
+    feedMaxStreams: 2048,
+    feedMaxStreamsPerToken: 10,
     trustProxy: false,
     corsOrigins: [],
     authFailureLimit: { limit: 60, windowMs: 60_000 },
@@ -200,7 +204,7 @@ test('every duration setting reads the one grammar: 0 with any unit or none is z
     assert.equal(loadConfig({}, { [o.env]: '999999s' }, process.cwd())[keyOf(o.env)], 999_999_000, o.env);
   }
   // The positive ones are those whose zero means something else: Node reads a request timeout of 0 as none.
-  assert.deepEqual(durations.filter((o) => o.values?.kind === 'duration' && o.values.positive).map((o) => o.env), ['REQUEST_TIMEOUT', 'WEBHOOK_TIMEOUT']);
+  assert.deepEqual(durations.filter((o) => o.values?.kind === 'duration' && o.values.positive).map((o) => o.env), ['REQUEST_TIMEOUT', 'FEED_RETENTION', 'FEED_HEARTBEAT', 'WEBHOOK_TIMEOUT']);
   assert.deepEqual(loadConfig({}, { WEBHOOK_RETRY_SCHEDULE: '0s,0,5m' }, process.cwd()).webhookRetryScheduleMs, [0, 0, 300_000]);
   assert.throws(() => loadConfig({}, { WEBHOOK_RETRY_SCHEDULE: '0s,00s' }, process.cwd()), ConfigError);
 });

@@ -42,6 +42,9 @@ const DEFAULT_IDLE_TIMEOUT_MS = 45_000;
 /** How a stream that opened came to an end. */
 type Ending = 'dropped' | 'reconnect' | 'revoked';
 
+/** The API's code for a token that has as many streams open as it may (429). */
+const STREAMS_LIMITED = 42902;
+
 interface State {
   /** The id to continue after: the last event's, or `since` until one came. */
   resume: string | undefined;
@@ -133,8 +136,8 @@ async function* read(body: ReadableStream<Uint8Array>, state: State, signal: Abo
  * network failure it reconnects with the last event id received (as `since`), waiting the server's
  * `retry:` first. Attempts that open no stream are bounded by the policy's retries (a stream that
  * opens starts the count again) and backed off from the server's `retry:`; a 503's Retry-After beyond
- * maxRetryDelayMs is thrown. Every other refusal (400, 401, 403, 410, 429…) is thrown as a
- * PlantStoreError; a revoked token ends with the reconnect's 401.
+ * maxRetryDelayMs is thrown. A reconnect's 429 42902 is retried as a 503 is. Every other refusal (400,
+ * 401, 403, 410, 429…) is thrown as a PlantStoreError; a revoked token ends with the reconnect's 401.
  */
 export async function* watch(
   fetchImpl: typeof fetch, url: URL, headers: Headers, policy: RetryPolicy, { since, signal, idleTimeoutMs = DEFAULT_IDLE_TIMEOUT_MS }: WatchOptions,
@@ -147,6 +150,8 @@ export async function* watch(
   const state: State = { resume: since, readyYielded: false, retryMs: undefined };
   /** Attempts in a row that opened no stream. */
   let failures = 0;
+  /** A stream was open before: its reconnect may find the old one still counted (see below). */
+  let opened = false;
   let wait = 0;
   try {
     for (;;) {
@@ -169,8 +174,10 @@ export async function* watch(
         const asked = retryAfterMs(response.headers.get('retry-after'));
         // A body cut off is no reason to lose the status: it is reported without the server's message.
         const error = errorOfAnswer(response.status, response.statusText, await response.text().catch(() => ''), asked);
-        // Only a 503 says another attempt may be served (this instance is full, or not serving yet).
-        if (response.status !== 503) throw error;
+        // Only a 503 says another attempt may be served (this instance is full, or not serving yet), and,
+        // on a reconnect, a 429 42902: the stream just lost may still count against the token's limit
+        // until the server finds it gone.
+        if (response.status !== 503 && !(opened && error.error === STREAMS_LIMITED)) throw error;
         wait = asked ?? backoffMs(failures, policy.maxRetryDelayMs, state.retryMs);
         if (failures >= policy.retries || wait > policy.maxRetryDelayMs) throw error;
         failures++;
@@ -181,6 +188,7 @@ export async function* watch(
         throw unexpectedAnswer(200, 'an event stream');
       }
       failures = 0;
+      opened = true;
       const ending = yield* read(response.body, state, controller.signal, idleTimeoutMs);
       if (signal?.aborted) return;
       // A revoked token: at once, for the 401 that says so. Otherwise after the server's wait, jittered

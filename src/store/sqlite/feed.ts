@@ -134,8 +134,9 @@ export class SqliteFeed implements FeedStore {
   sweepFeed(before: Date): Promise<number> {
     const durable = this.#log.durablePos;
     return this.#writes.add(() => {
-      this.#db.prepare('INSERT INTO feed_marks (at, pos) VALUES (?, ?)').run(Date.now(), durable);
+      // The cut is chosen among the marks made before this one, as on PostgreSQL (whose statement does not see its own mark).
       const cut = this.#db.prepare<[number], { pos: number | null }>('SELECT max(pos) AS pos FROM feed_marks WHERE at < ?').get(before.getTime())?.pos;
+      this.#db.prepare('INSERT INTO feed_marks (at, pos) VALUES (?, ?)').run(Date.now(), durable);
       if (cut === null || cut === undefined) return 0;
       const removed = this.#db.prepare('DELETE FROM plant_events WHERE pos <= ?').run(cut).changes;
       this.#db.prepare('UPDATE feed_pruned SET pos = ? WHERE pos < ?').run(cut, cut);

@@ -1200,8 +1200,8 @@ export interface operations {
                 since?: string;
             };
             header?: {
-                /** @description An event id (the `id` of an event received, as it is: `^[0-9]{1,20}(-[0-9]{1,20})?$`), as EventSource and the client send it when they reconnect */
-                "last-event-id"?: string;
+                /** @description An event id (the `id` of an event received, as it is: `^[0-9]{1,20}(-[0-9]{1,20})?$`), as EventSource and the client send it when they reconnect: the stream continues after it */
+                "Last-Event-ID"?: string;
             };
             path?: never;
             cookie?: never;

@@ -117,6 +117,8 @@ export class FeedHub {
   /** Takes over a stream opened (its headers and ready event sent): catches it up, then feeds it live. */
   add(stream: FeedStream): void {
     if (this.#closed) return stream.end('shutting-down');
+    // Never counted, never fed: nothing would ever take it out again.
+    if (stream.gone) return;
     if (!this.#listening) {
       this.#listening = true;
       this.#feed.onFeedChanged(this.#changed);

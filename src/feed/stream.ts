@@ -61,6 +61,15 @@ export class FeedStream {
     return this.#ended;
   }
 
+  /**
+   * Its client went away before the hub took it (while the route waited on the store): its response's
+   * close event came before this stream listened for it.
+   */
+  get gone(): boolean {
+    const socket = this.#res.socket;
+    return this.#res.destroyed || socket === null || socket.destroyed;
+  }
+
   /** The opening: the retry delay, and the position it continues after. */
   open(headers: OutgoingHttpHeaders): void {
     this.#res.writeHead(200, headers);

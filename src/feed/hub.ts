@@ -163,7 +163,7 @@ export class FeedHub {
     this.#pull();
   };
 
-  /** Reads the stream's own events up to where the live streams are, then makes it one of them. */
+  /** Reads the log for the stream up to where the live streams are, then makes it one of them. */
   async #catchUp(stream: FeedStream): Promise<void> {
     try {
       for (;;) {
@@ -173,7 +173,9 @@ export class FeedHub {
         this.#head ??= until;
         if (compareFeed(stream.cursor, this.#head) >= 0) break;
         const target = this.#head;
-        const read = await this.#feed.readFeed(stream.cursor, READ_PAGE, stream.owner, target);
+        // Everyone's events, a page at a time, the stream keeping its user's (FeedStream.send): the log has
+        // no index by owner, which every create would pay for.
+        const read = await this.#feed.readFeed(stream.cursor, READ_PAGE, null, target);
         if (stream.ended) return;
         const sent = stream.send(read.events, read.events.map(eventText));
         if (sent > 0) this.#observer?.sent(sent);

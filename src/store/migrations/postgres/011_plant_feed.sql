@@ -15,8 +15,8 @@ CREATE TABLE plant_events (
   body    text    NOT NULL,
   PRIMARY KEY (tx, pos)
 );
--- A user's resume reads its own events only, whatever the others wrote since.
-CREATE INDEX plant_events_owner ON plant_events (owner, tx, pos);
+-- No index by owner: a stream catching up reads the log in pages, everyone's, and keeps its user's
+-- (src/feed/hub.ts); an index every create would pay for is not worth what it would save a resume.
 CREATE TABLE feed_marks (
   at  timestamptz NOT NULL DEFAULT now(),
   tx  xid8        NOT NULL,

@@ -10,8 +10,8 @@ CREATE TABLE plant_events (
   deleted INTEGER NOT NULL CHECK (deleted IN (0, 1)),
   body    TEXT    NOT NULL
 );
--- A user's resume reads its own events only, whatever the others wrote since.
-CREATE INDEX plant_events_owner ON plant_events (owner, pos);
+-- No index by owner: a stream catching up reads the log in pages, everyone's, and keeps its user's
+-- (src/feed/hub.ts); an index every create would pay for is not worth what it would save a resume.
 CREATE TABLE feed_marks (
   at  INTEGER NOT NULL, -- ms since the epoch
   pos INTEGER NOT NULL

@@ -3,6 +3,7 @@ import { test, type TestContext } from 'node:test';
 import type { FeedEvent, PlantStore } from '@plantstore/client';
 import { apiError, MAX, MIN, served } from '../helpers/client.js';
 import { issueToken } from '../helpers/tokens.js';
+import { BACKEND } from '../helpers/app.js';
 
 /**
  * watchPlants following a real server's GET /plants/events: order, whose plants, resuming, refusals,
@@ -81,7 +82,11 @@ test('list, then follow: the ready id taken before listing misses nothing create
   for await (const plant of alice.list()) listed.push(plant.name);
   await alice.create({ id: 3, name: 'after' });
   assert.deepEqual(listed, ['before', 'between']);
-  assert.deepEqual(what(await feed.take(2)), ['plant.created 2 between', 'plant.created 3 after']);
+  // On PostgreSQL a stream opened from now may begin with a plant created just before it, when another
+  // transaction on the server (any test's) was still open as it opened (docs/feed.md, How it works).
+  let got = what(await feed.take(2));
+  if (BACKEND === 'postgres' && got[0] === 'plant.created 1 before') got = [...got.slice(1), ...what(await feed.take(1))];
+  assert.deepEqual(got, ['plant.created 2 between', 'plant.created 3 after']);
 });
 
 test('a watch stopped and resumed with since the last id taken goes on after it: no gap, no repeat', async (t) => {
